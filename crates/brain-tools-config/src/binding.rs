@@ -1,0 +1,159 @@
+//! The typed config model, after validation.
+
+/// A JSON object, with keys in document order.
+pub type JsonObject = serde_json::Map<String, serde_json::Value>;
+
+/// `timeout_seconds` when a binding does not set it.
+pub const DEFAULT_TIMEOUT_SECONDS: u64 = 300;
+/// The largest accepted `timeout_seconds` (one day).
+pub const MAX_TIMEOUT_SECONDS: u64 = 86_400;
+/// `max_output_bytes` when a binding does not set it (1 MiB).
+pub const DEFAULT_MAX_OUTPUT_BYTES: u64 = 1_048_576;
+/// The largest accepted `max_output_bytes` (64 MiB).
+pub const MAX_MAX_OUTPUT_BYTES: u64 = 67_108_864;
+
+/// The part of a host config this crate owns: its tool bindings, in document order.
+#[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
+pub struct HostConfig {
+    /// Every binding of the `tools` array, validated, with defaults filled in.
+    pub tools: Vec<ToolBinding>,
+}
+
+/// One tool binding: the name a model sees, its schemas, who may call it, its limits,
+/// and where it lives.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ToolBinding {
+    /// The name the model sees; `^[A-Za-z0-9_-]{1,64}$`, unique in the config.
+    pub name: String,
+    /// What the model reads about the tool; empty when not set.
+    pub description: String,
+    /// The JSON Schema of the arguments, verbatim (its `type` is `object`).
+    pub input_schema: JsonObject,
+    /// The JSON Schema that structured output must satisfy, verbatim, if any.
+    pub output_schema: Option<JsonObject>,
+    /// The tenants whose sessions may use the tool (non-empty, unique).
+    pub tenants: Vec<String>,
+    /// Bound on the whole call, from opening the session to the result.
+    pub timeout_seconds: u64,
+    /// Bound on the bytes of the call's response as received.
+    pub max_output_bytes: u64,
+    /// Where the tool lives.
+    pub target: Target,
+}
+
+impl ToolBinding {
+    /// A binding with the given essentials and every optional field at its default.
+    pub fn new(
+        name: impl Into<String>,
+        input_schema: JsonObject,
+        tenants: Vec<String>,
+        target: Target,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            description: String::new(),
+            input_schema,
+            output_schema: None,
+            tenants,
+            timeout_seconds: DEFAULT_TIMEOUT_SECONDS,
+            max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
+            target,
+        }
+    }
+
+    /// The MCP side of the binding, if it is an MCP binding.
+    pub fn mcp(&self) -> Option<&McpTarget> {
+        match &self.target {
+            Target::Mcp(mcp) => Some(mcp),
+            Target::Http(_) => None,
+        }
+    }
+}
+
+/// Where a tool lives: on an MCP server, or behind the host's own HTTP/SSE tool executor.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Target {
+    /// A binding with `mcp_tool`: a tool on an MCP server.
+    Mcp(McpTarget),
+    /// A binding without `mcp_tool`: an HTTP tool (its server may answer with SSE).
+    Http(HttpTarget),
+}
+
+/// An MCP binding's server and tool.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct McpTarget {
+    /// The server that serves the tool.
+    pub server: McpServer,
+    /// The tool's name on the server.
+    pub mcp_tool: String,
+}
+
+impl McpTarget {
+    /// An MCP target.
+    pub fn new(server: McpServer, mcp_tool: impl Into<String>) -> Self {
+        Self {
+            server,
+            mcp_tool: mcp_tool.into(),
+        }
+    }
+}
+
+/// How to reach an MCP server.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum McpServer {
+    /// A Streamable HTTP endpoint (`url`), with the bearer token read from `token_env`.
+    Http {
+        /// The server's MCP endpoint, an absolute `http` or `https` URL.
+        url: String,
+        /// The environment variable that holds the API key, read at call time.
+        token_env: Option<String>,
+    },
+    /// An installed command that speaks MCP on stdin/stdout (`command`).
+    Stdio(StdioCommand),
+}
+
+/// An installed MCP server started per call.
+#[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
+pub struct StdioCommand {
+    /// The program to run (a path, or a name looked up in `PATH`).
+    pub program: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Variables added to the host's environment for the child, in document order.
+    pub env: Vec<(String, String)>,
+    /// The working directory, if not the host's.
+    pub cwd: Option<String>,
+}
+
+impl StdioCommand {
+    /// A command with arguments, no extra environment, and the host's working directory.
+    pub fn new(
+        program: impl Into<String>,
+        args: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        Self {
+            program: program.into(),
+            args: args.into_iter().map(Into::into).collect(),
+            env: Vec::new(),
+            cwd: None,
+        }
+    }
+}
+
+/// An HTTP (or SSE) tool binding; the host supplies the executor.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct HttpTarget {
+    /// The tool's endpoint, an absolute `http` or `https` URL.
+    pub url: String,
+    /// The environment variable that holds the API key, read at call time.
+    pub token_env: Option<String>,
+    /// Whether the host shows the tool the session (HTTP and SSE tools only).
+    pub inspect_session: Option<bool>,
+}

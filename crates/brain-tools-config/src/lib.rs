@@ -1,0 +1,44 @@
+//! The host config model for Brain tool bindings.
+//!
+//! A host config is a JSON document; this crate reads its `tools` array (other top-level
+//! keys belong to other parts of the host and are ignored), fills in defaults, and
+//! validates every binding. Validation reports every problem at once, each with its JSON
+//! path, the binding's name and a hint. Schemas are compiled at load (so a broken schema
+//! never reaches a call) but kept verbatim: nothing here rewrites or dereferences them,
+//! and loading never reads a file or the network.
+//!
+//! What this crate is not: it does not decide who may call what (that is
+//! `brain-tools-policy`) and it does not talk to servers (`brain-mcp-transport`).
+//!
+//! ```
+//! use brain_tools_config::{HostConfig, Target};
+//!
+//! let loaded = HostConfig::from_json_bytes(br#"{"tools": [{
+//!     "name": "search",
+//!     "input_schema": {"type": "object", "properties": {"query": {"type": "string"}}},
+//!     "url": "https://mcp.example.com/mcp",
+//!     "mcp_tool": "search",
+//!     "tenants": ["local"]
+//! }]}"#)?;
+//! let binding = &loaded.config.tools[0];
+//! assert_eq!(binding.timeout_seconds, 300);
+//! assert_eq!(binding.max_output_bytes, 1_048_576);
+//! assert!(matches!(binding.target, Target::Mcp(_)));
+//! # Ok::<(), brain_tools_config::ConfigErrors>(())
+//! ```
+
+mod binding;
+mod error;
+mod load;
+mod path;
+mod schema;
+mod serialize;
+
+pub use binding::{
+    DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_SECONDS, HostConfig, HttpTarget, JsonObject,
+    MAX_MAX_OUTPUT_BYTES, MAX_TIMEOUT_SECONDS, McpServer, McpTarget, StdioCommand, Target,
+    ToolBinding,
+};
+pub use error::{ConfigError, ConfigErrors, Problem, Warning, WarningKind};
+pub use load::Loaded;
+pub use schema::{SchemaError, compile_schema};

@@ -1,0 +1,884 @@
+//! Loading: bytes -> JSON -> validated bindings, collecting every problem on the way.
+
+use std::{collections::HashMap, sync::LazyLock};
+
+use regex::Regex;
+use serde_json::Value;
+
+use crate::{
+    binding::{
+        DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_SECONDS, HostConfig, HttpTarget, JsonObject,
+        MAX_MAX_OUTPUT_BYTES, MAX_TIMEOUT_SECONDS, McpServer, McpTarget, StdioCommand, Target,
+        ToolBinding,
+    },
+    error::{ConfigError, ConfigErrors, Problem, Warning, WarningKind},
+    path::Path,
+    schema::schema_problems,
+};
+
+/// A config that loaded, and what deserves a look in it.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Loaded {
+    /// The validated config.
+    pub config: HostConfig,
+    /// Warnings, in document order.
+    pub warnings: Vec<Warning>,
+}
+
+/// The fields of a tool binding, in the order the spec prints them.
+const BINDING_FIELDS: &[&str] = &[
+    "name",
+    "description",
+    "input_schema",
+    "output_schema",
+    "url",
+    "command",
+    "mcp_tool",
+    "token_env",
+    "tenants",
+    "timeout_seconds",
+    "max_output_bytes",
+    "inspect_session",
+];
+const COMMAND_FIELDS: &[&str] = &["program", "args", "env", "cwd"];
+
+static NAME: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^[A-Za-z0-9_-]{1,64}$").expect("valid regex"));
+static ENV_NAME: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^[A-Za-z_][A-Za-z0-9_]*$").expect("valid regex"));
+
+impl HostConfig {
+    /// Loads a host config from JSON bytes, reading the process environment for the
+    /// `token_env` warnings.
+    pub fn from_json_bytes(bytes: &[u8]) -> Result<Loaded, ConfigErrors> {
+        Self::from_json_bytes_with_env(bytes, |name| std::env::var_os(name).is_some())
+    }
+
+    /// Loads a host config from JSON bytes; `is_set` says whether an environment variable
+    /// is set (only used for warnings: tokens are read at call time).
+    pub fn from_json_bytes_with_env(
+        bytes: &[u8],
+        is_set: impl Fn(&str) -> bool,
+    ) -> Result<Loaded, ConfigErrors> {
+        let root = Path::root();
+        let text = std::str::from_utf8(bytes).map_err(|error| {
+            single(
+                &root,
+                Problem::NotUtf8 {
+                    offset: error.valid_up_to(),
+                },
+            )
+        })?;
+        if text.trim().is_empty() {
+            return Err(single(&root, Problem::EmptyDocument));
+        }
+        let value: Value = serde_json::from_str(text).map_err(|error| {
+            let reason = error.to_string();
+            // serde_json appends " at line L column C"; keep only the reason.
+            let reason = reason
+                .rsplit_once(" at line ")
+                .map_or(reason.as_str(), |(reason, _)| reason)
+                .to_owned();
+            single(
+                &root,
+                Problem::NotJson {
+                    reason,
+                    line: error.line(),
+                    column: error.column(),
+                },
+            )
+        })?;
+        Self::from_json_value_with_env(&value, is_set)
+    }
+
+    /// Loads a host config from a parsed JSON document.
+    pub fn from_json_value_with_env(
+        value: &Value,
+        is_set: impl Fn(&str) -> bool,
+    ) -> Result<Loaded, ConfigErrors> {
+        let mut loader = Loader {
+            errors: Vec::new(),
+            warnings: Vec::new(),
+            is_set: &is_set,
+        };
+        let config = loader.document(value);
+        if loader.errors.is_empty() {
+            Ok(Loaded {
+                config,
+                warnings: loader.warnings,
+            })
+        } else {
+            Err(ConfigErrors::new(loader.errors))
+        }
+    }
+}
+
+fn single(path: &Path, problem: Problem) -> ConfigErrors {
+    ConfigErrors::new(vec![ConfigError::new(path, None, problem)])
+}
+
+pub(crate) fn type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(n) if n.is_u64() || n.is_i64() => "an integer",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+struct Loader<'a> {
+    errors: Vec<ConfigError>,
+    warnings: Vec<Warning>,
+    is_set: &'a dyn Fn(&str) -> bool,
+}
+
+/// A binding being checked: its path, its fields and, once known, its name.
+struct Fields<'o> {
+    path: Path,
+    object: &'o JsonObject,
+    tool: Option<String>,
+}
+
+impl Fields<'_> {
+    fn at(&self, field: &str) -> Path {
+        self.path.key(field)
+    }
+}
+
+impl Loader<'_> {
+    fn error(&mut self, path: &Path, tool: Option<&str>, problem: Problem) {
+        self.errors.push(ConfigError::new(path, tool, problem));
+    }
+
+    fn document(&mut self, value: &Value) -> HostConfig {
+        let root = Path::root();
+        let Value::Object(object) = value else {
+            self.error(
+                &root,
+                None,
+                Problem::WrongType {
+                    expected: "an object",
+                    found: type_name(value),
+                },
+            );
+            return HostConfig::default();
+        };
+        let path = root.key("tools");
+        let tools = match object.get("tools") {
+            None => {
+                self.error(
+                    &path,
+                    None,
+                    Problem::Missing {
+                        what: r#"a "tools" array (use [] for none)"#,
+                    },
+                );
+                return HostConfig::default();
+            }
+            Some(Value::Array(tools)) => tools,
+            Some(other) => {
+                self.error(
+                    &path,
+                    None,
+                    Problem::WrongType {
+                        expected: "an array",
+                        found: type_name(other),
+                    },
+                );
+                return HostConfig::default();
+            }
+        };
+        let mut names: HashMap<&str, usize> = HashMap::with_capacity(tools.len());
+        let mut bindings = Vec::with_capacity(tools.len());
+        for (index, value) in tools.iter().enumerate() {
+            let path = path.index(index);
+            let binding = self.binding(&path, value);
+            if let Some(name) = value.get("name").and_then(Value::as_str)
+                && NAME.is_match(name)
+            {
+                if let Some(&first) = names.get(name) {
+                    self.error(
+                        &path.key("name"),
+                        Some(name),
+                        Problem::DuplicateName { first },
+                    );
+                } else {
+                    names.insert(name, index);
+                }
+            }
+            bindings.extend(binding);
+        }
+        HostConfig { tools: bindings }
+    }
+
+    fn binding(&mut self, path: &Path, value: &Value) -> Option<ToolBinding> {
+        let Value::Object(object) = value else {
+            self.error(
+                path,
+                None,
+                Problem::WrongType {
+                    expected: "an object",
+                    found: type_name(value),
+                },
+            );
+            return None;
+        };
+        let errors_before = self.errors.len();
+        let mut fields = Fields {
+            path: path.clone(),
+            object,
+            tool: None,
+        };
+        let name = self.name(&mut fields);
+        let tool = fields.tool.clone();
+        let tool = tool.as_deref();
+
+        for key in object.keys() {
+            if !BINDING_FIELDS.contains(&key.as_str()) {
+                self.error(
+                    &fields.at(key),
+                    tool,
+                    Problem::UnknownField {
+                        object: "a tool binding",
+                        suggestion: suggest(key, BINDING_FIELDS),
+                        allowed: BINDING_FIELDS,
+                    },
+                );
+            }
+        }
+
+        let description = self
+            .optional_string(&fields, "description")
+            .unwrap_or_default();
+        let input_schema = self.input_schema(&fields);
+        let output_schema = self.output_schema(&fields);
+        let tenants = self.tenants(&fields);
+        let timeout_seconds = self.integer(
+            &fields,
+            "timeout_seconds",
+            1,
+            MAX_TIMEOUT_SECONDS,
+            DEFAULT_TIMEOUT_SECONDS,
+        );
+        let max_output_bytes = self.integer(
+            &fields,
+            "max_output_bytes",
+            1,
+            MAX_MAX_OUTPUT_BYTES,
+            DEFAULT_MAX_OUTPUT_BYTES,
+        );
+        let target = self.target(&fields);
+
+        if self.errors.len() > errors_before {
+            return None;
+        }
+        Some(ToolBinding {
+            name: name?,
+            description,
+            input_schema: input_schema?,
+            output_schema: output_schema?,
+            tenants: tenants?,
+            timeout_seconds: timeout_seconds?,
+            max_output_bytes: max_output_bytes?,
+            target: target?,
+        })
+    }
+
+    fn name(&mut self, fields: &mut Fields<'_>) -> Option<String> {
+        let path = fields.at("name");
+        let name = self.required_string(fields, "name", "the name the model sees")?;
+        if !NAME.is_match(&name) {
+            self.error(&path, None, Problem::BadName);
+            return None;
+        }
+        fields.tool = Some(name.clone());
+        Some(name)
+    }
+
+    fn required_string(
+        &mut self,
+        fields: &Fields<'_>,
+        field: &str,
+        what: &'static str,
+    ) -> Option<String> {
+        let path = fields.at(field);
+        match fields.object.get(field) {
+            None => {
+                self.error(&path, fields.tool.as_deref(), Problem::Missing { what });
+                None
+            }
+            Some(_) => {
+                let value = self.optional_string(fields, field)?;
+                if value.is_empty() {
+                    self.error(&path, fields.tool.as_deref(), Problem::EmptyString);
+                    return None;
+                }
+                Some(value)
+            }
+        }
+    }
+
+    /// `Some(value)` when the field is a string, `None` when it is absent or has a wrong
+    /// type (reported).
+    fn optional_string(&mut self, fields: &Fields<'_>, field: &str) -> Option<String> {
+        match fields.object.get(field)? {
+            Value::String(value) => Some(value.clone()),
+            other => {
+                self.error(
+                    &fields.at(field),
+                    fields.tool.as_deref(),
+                    Problem::WrongType {
+                        expected: "a string",
+                        found: type_name(other),
+                    },
+                );
+                None
+            }
+        }
+    }
+
+    fn input_schema(&mut self, fields: &Fields<'_>) -> Option<JsonObject> {
+        let path = fields.at("input_schema");
+        let tool = fields.tool.as_deref();
+        let Some(value) = fields.object.get("input_schema") else {
+            self.error(
+                &path,
+                tool,
+                Problem::Missing {
+                    what: r#"a JSON Schema for the arguments, e.g. {"type": "object"}"#,
+                },
+            );
+            return None;
+        };
+        let schema = self.schema_object(&path, tool, value)?;
+        match schema.get("type") {
+            Some(Value::String(kind)) if kind == "object" => {}
+            Some(_) => {
+                self.error(&path.key("type"), tool, Problem::NotObjectSchema);
+                return None;
+            }
+            None => {
+                self.error(&path, tool, Problem::NotObjectSchema);
+                return None;
+            }
+        }
+        self.compile(&path, tool, value)?;
+        Some(schema.clone())
+    }
+
+    /// `Some(None)` when absent, `Some(Some(schema))` when valid, `None` when reported.
+    fn output_schema(&mut self, fields: &Fields<'_>) -> Option<Option<JsonObject>> {
+        let path = fields.at("output_schema");
+        let tool = fields.tool.as_deref();
+        let Some(value) = fields.object.get("output_schema") else {
+            return Some(None);
+        };
+        let schema = self.schema_object(&path, tool, value)?;
+        self.compile(&path, tool, value)?;
+        Some(Some(schema.clone()))
+    }
+
+    fn schema_object<'v>(
+        &mut self,
+        path: &Path,
+        tool: Option<&str>,
+        value: &'v Value,
+    ) -> Option<&'v JsonObject> {
+        match value {
+            Value::Object(schema) => Some(schema),
+            other => {
+                self.error(
+                    path,
+                    tool,
+                    Problem::WrongType {
+                        expected: "a JSON Schema object",
+                        found: type_name(other),
+                    },
+                );
+                None
+            }
+        }
+    }
+
+    fn compile(&mut self, path: &Path, tool: Option<&str>, schema: &Value) -> Option<()> {
+        let problems = schema_problems(schema, path);
+        let ok = problems.is_empty();
+        for (path, problem) in problems {
+            self.error(&path, tool, problem);
+        }
+        ok.then_some(())
+    }
+
+    fn tenants(&mut self, fields: &Fields<'_>) -> Option<Vec<String>> {
+        let path = fields.at("tenants");
+        let tool = fields.tool.as_deref();
+        let items = match fields.object.get("tenants") {
+            None => {
+                self.error(
+                    &path,
+                    tool,
+                    Problem::Missing {
+                        what: r#"the tenants that may use the tool, e.g. ["local"]"#,
+                    },
+                );
+                return None;
+            }
+            Some(Value::Array(items)) => items,
+            Some(other) => {
+                self.error(
+                    &path,
+                    tool,
+                    Problem::WrongType {
+                        expected: "an array of tenant names",
+                        found: type_name(other),
+                    },
+                );
+                return None;
+            }
+        };
+        if items.is_empty() {
+            self.error(&path, tool, Problem::NoTenants);
+            return None;
+        }
+        let mut tenants = Vec::with_capacity(items.len());
+        let mut seen: HashMap<&str, usize> = HashMap::new();
+        let mut ok = true;
+        for (index, item) in items.iter().enumerate() {
+            let path = path.index(index);
+            match item {
+                Value::String(tenant) if tenant.is_empty() => {
+                    self.error(&path, tool, Problem::EmptyString);
+                    ok = false;
+                }
+                Value::String(tenant) => {
+                    if let Some(&first) = seen.get(tenant.as_str()) {
+                        self.error(&path, tool, Problem::DuplicateTenant { first });
+                        ok = false;
+                    } else {
+                        seen.insert(tenant, index);
+                        tenants.push(tenant.clone());
+                    }
+                }
+                other => {
+                    self.error(
+                        &path,
+                        tool,
+                        Problem::WrongType {
+                            expected: "a string",
+                            found: type_name(other),
+                        },
+                    );
+                    ok = false;
+                }
+            }
+        }
+        ok.then_some(tenants)
+    }
+
+    fn integer(
+        &mut self,
+        fields: &Fields<'_>,
+        field: &str,
+        min: u64,
+        max: u64,
+        default: u64,
+    ) -> Option<u64> {
+        let Some(value) = fields.object.get(field) else {
+            return Some(default);
+        };
+        let path = fields.at(field);
+        let tool = fields.tool.as_deref();
+        let out_of_range = Problem::OutOfRange {
+            min,
+            max,
+            example: default,
+        };
+        match value {
+            Value::Number(number) => match number.as_u64() {
+                Some(n) if (min..=max).contains(&n) => Some(n),
+                Some(_) => {
+                    self.error(&path, tool, out_of_range);
+                    None
+                }
+                None if number.is_i64() => {
+                    self.error(&path, tool, out_of_range);
+                    None
+                }
+                None => {
+                    self.error(
+                        &path,
+                        tool,
+                        Problem::WrongType {
+                            expected: "an integer",
+                            found: "a number with a fraction",
+                        },
+                    );
+                    None
+                }
+            },
+            other => {
+                self.error(
+                    &path,
+                    tool,
+                    Problem::WrongType {
+                        expected: "an integer",
+                        found: type_name(other),
+                    },
+                );
+                None
+            }
+        }
+    }
+
+    fn target(&mut self, fields: &Fields<'_>) -> Option<Target> {
+        let tool = fields.tool.as_deref();
+        let is_mcp = fields.object.contains_key("mcp_tool");
+        let has_url = fields.object.contains_key("url");
+        let has_command = fields.object.contains_key("command");
+        let mcp_tool = if is_mcp {
+            self.required_string(fields, "mcp_tool", "the tool's name on the MCP server")
+        } else {
+            None
+        };
+        let token_env = if has_command {
+            Some(None)
+        } else {
+            self.token_env(fields)
+        };
+
+        if is_mcp && fields.object.contains_key("inspect_session") {
+            self.error(
+                &fields.at("inspect_session"),
+                tool,
+                Problem::InspectSessionOnMcp,
+            );
+        }
+        if has_command && !is_mcp {
+            self.error(&fields.at("command"), tool, Problem::CommandWithoutMcpTool);
+        }
+        if has_url && has_command {
+            self.error(&fields.path, tool, Problem::UrlAndCommand);
+            return None;
+        }
+        if has_command {
+            if fields.object.contains_key("token_env") {
+                self.error(&fields.at("token_env"), tool, Problem::TokenEnvOnStdio);
+            }
+            let command = self.command(fields)?;
+            return Some(Target::Mcp(McpTarget::new(
+                McpServer::Stdio(command),
+                mcp_tool?,
+            )));
+        }
+        if !has_url {
+            if is_mcp {
+                self.error(&fields.path, tool, Problem::NoEndpoint);
+            } else {
+                self.error(
+                    &fields.at("url"),
+                    tool,
+                    Problem::Missing {
+                        what: "the tool's endpoint URL",
+                    },
+                );
+            }
+            return None;
+        }
+        let url = self.url(fields, token_env.clone().flatten().as_deref());
+        let (url, token_env) = (url?, token_env?);
+        if is_mcp {
+            Some(Target::Mcp(McpTarget::new(
+                McpServer::Http { url, token_env },
+                mcp_tool?,
+            )))
+        } else {
+            let inspect_session = match fields.object.get("inspect_session") {
+                None => None,
+                Some(Value::Bool(inspect)) => Some(*inspect),
+                Some(other) => {
+                    self.error(
+                        &fields.at("inspect_session"),
+                        tool,
+                        Problem::WrongType {
+                            expected: "a boolean",
+                            found: type_name(other),
+                        },
+                    );
+                    return None;
+                }
+            };
+            Some(Target::Http(HttpTarget {
+                url,
+                token_env,
+                inspect_session,
+            }))
+        }
+    }
+
+    /// `Some(None)` when absent, `Some(Some(name))` when valid, `None` when reported.
+    fn token_env(&mut self, fields: &Fields<'_>) -> Option<Option<String>> {
+        if !fields.object.contains_key("token_env") {
+            return Some(None);
+        }
+        let path = fields.at("token_env");
+        let name = self.optional_string(fields, "token_env")?;
+        if !ENV_NAME.is_match(&name) {
+            self.error(&path, fields.tool.as_deref(), Problem::BadTokenEnv);
+            return None;
+        }
+        if !(self.is_set)(&name) {
+            self.warnings.push(Warning::new(
+                &path,
+                fields.tool.as_deref(),
+                WarningKind::TokenEnvUnset {
+                    variable: name.clone(),
+                },
+            ));
+        }
+        Some(Some(name))
+    }
+
+    fn url(&mut self, fields: &Fields<'_>, token_env: Option<&str>) -> Option<String> {
+        let path = fields.at("url");
+        let tool = fields.tool.as_deref();
+        let text = self.optional_string(fields, "url")?;
+        let url = match url::Url::parse(&text) {
+            Ok(url) => url,
+            Err(error) => {
+                self.error(
+                    &path,
+                    tool,
+                    Problem::BadUrl {
+                        reason: error.to_string(),
+                    },
+                );
+                return None;
+            }
+        };
+        match url.scheme() {
+            "https" => {}
+            "http" => {
+                if token_env.is_some() && !is_loopback(&url) {
+                    self.warnings.push(Warning::new(
+                        &path,
+                        tool,
+                        WarningKind::PlainHttpToken {
+                            host: url.host_str().unwrap_or_default().to_owned(),
+                        },
+                    ));
+                }
+            }
+            scheme => {
+                self.error(
+                    &path,
+                    tool,
+                    Problem::UrlScheme {
+                        scheme: scheme.to_owned(),
+                    },
+                );
+                return None;
+            }
+        }
+        if url.host_str().is_none_or(str::is_empty) {
+            self.error(
+                &path,
+                tool,
+                Problem::BadUrl {
+                    reason: "no host".into(),
+                },
+            );
+            return None;
+        }
+        Some(text)
+    }
+
+    fn command(&mut self, fields: &Fields<'_>) -> Option<StdioCommand> {
+        let path = fields.at("command");
+        let tool = fields.tool.clone();
+        let object = match fields.object.get("command") {
+            Some(Value::Object(object)) => object,
+            Some(other) => {
+                self.error(
+                    &path,
+                    tool.as_deref(),
+                    Problem::WrongType {
+                        expected: r#"an object like {"program": "...", "args": []}"#,
+                        found: type_name(other),
+                    },
+                );
+                return None;
+            }
+            None => return None,
+        };
+        let command = Fields {
+            path: path.clone(),
+            object,
+            tool,
+        };
+        let tool = command.tool.as_deref();
+        let errors_before = self.errors.len();
+        for key in object.keys() {
+            if !COMMAND_FIELDS.contains(&key.as_str()) {
+                self.error(
+                    &command.at(key),
+                    tool,
+                    Problem::UnknownField {
+                        object: "a command",
+                        suggestion: suggest(key, COMMAND_FIELDS),
+                        allowed: COMMAND_FIELDS,
+                    },
+                );
+            }
+        }
+        let program = self.required_string(&command, "program", "the program to run");
+        let args = self.string_list(&command, "args");
+        let env = self.string_map(&command, "env");
+        let cwd = self.optional_string(&command, "cwd");
+        if self.errors.len() > errors_before {
+            return None;
+        }
+        Some(StdioCommand {
+            program: program?,
+            args,
+            env,
+            cwd,
+        })
+    }
+
+    fn string_list(&mut self, fields: &Fields<'_>, field: &str) -> Vec<String> {
+        let path = fields.at(field);
+        let tool = fields.tool.as_deref();
+        match fields.object.get(field) {
+            None => Vec::new(),
+            Some(Value::Array(items)) => {
+                let mut list = Vec::with_capacity(items.len());
+                for (index, item) in items.iter().enumerate() {
+                    match item {
+                        Value::String(item) => list.push(item.clone()),
+                        other => self.error(
+                            &path.index(index),
+                            tool,
+                            Problem::WrongType {
+                                expected: "a string",
+                                found: type_name(other),
+                            },
+                        ),
+                    }
+                }
+                list
+            }
+            Some(other) => {
+                self.error(
+                    &path,
+                    tool,
+                    Problem::WrongType {
+                        expected: "an array of strings",
+                        found: type_name(other),
+                    },
+                );
+                Vec::new()
+            }
+        }
+    }
+
+    fn string_map(&mut self, fields: &Fields<'_>, field: &str) -> Vec<(String, String)> {
+        let path = fields.at(field);
+        let tool = fields.tool.as_deref();
+        match fields.object.get(field) {
+            None => Vec::new(),
+            Some(Value::Object(map)) => {
+                let mut pairs = Vec::with_capacity(map.len());
+                for (key, value) in map {
+                    match value {
+                        Value::String(value) => pairs.push((key.clone(), value.clone())),
+                        other => self.error(
+                            &path.key(key),
+                            tool,
+                            Problem::WrongType {
+                                expected: "a string",
+                                found: type_name(other),
+                            },
+                        ),
+                    }
+                }
+                pairs
+            }
+            Some(other) => {
+                self.error(
+                    &path,
+                    tool,
+                    Problem::WrongType {
+                        expected: "an object of strings",
+                        found: type_name(other),
+                    },
+                );
+                Vec::new()
+            }
+        }
+    }
+}
+
+fn is_loopback(url: &url::Url) -> bool {
+    match url.host() {
+        Some(url::Host::Domain(domain)) => {
+            domain.eq_ignore_ascii_case("localhost") || domain.ends_with(".localhost")
+        }
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    }
+}
+
+/// A known field close to an unknown key: same letters ignoring case and separators, or
+/// at most two edits away.
+fn suggest(key: &str, known: &'static [&'static str]) -> Option<&'static str> {
+    let normalize = |s: &str| -> String {
+        s.chars()
+            .filter(|c| c.is_ascii_alphanumeric())
+            .map(|c| c.to_ascii_lowercase())
+            .collect()
+    };
+    let wanted = normalize(key);
+    known
+        .iter()
+        .map(|field| (field, edit_distance(&wanted, &normalize(field))))
+        .filter(|(_, distance)| *distance <= 2)
+        .min_by_key(|(_, distance)| *distance)
+        .map(|(field, _)| *field)
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut current = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = previous[j] + usize::from(ca != *cb);
+            current[j + 1] = substitution.min(previous[j + 1] + 1).min(current[j] + 1);
+        }
+        previous = current;
+    }
+    previous[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggestions() {
+        assert_eq!(suggest("timeout", BINDING_FIELDS), None);
+        assert_eq!(suggest("timeout_secs", BINDING_FIELDS), None);
+        assert_eq!(
+            suggest("timeoutSeconds", BINDING_FIELDS),
+            Some("timeout_seconds")
+        );
+        assert_eq!(suggest("tenant", BINDING_FIELDS), Some("tenants"));
+        assert_eq!(suggest("mcptool", BINDING_FIELDS), Some("mcp_tool"));
+        assert_eq!(suggest("zzz", BINDING_FIELDS), None);
+    }
+}

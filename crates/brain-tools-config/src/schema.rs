@@ -1,0 +1,220 @@
+//! Schema checks shared by the loader and the policy: the dialect is known, every `$ref`
+//! stays inside the document, and the schema compiles. Nothing is fetched: the
+//! `jsonschema` crate is built without its file and HTTP resolvers, and it is told to stay
+//! offline as well.
+
+use std::fmt;
+
+use jsonschema::{Draft, Validator};
+use serde_json::Value;
+
+use crate::{error::Problem, path::Path};
+
+/// Why a schema cannot be used.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SchemaError {
+    /// Where in the schema, as a JSON path relative to the schema (empty for the root).
+    pub path: String,
+    /// What is wrong.
+    pub problem: Problem,
+}
+
+impl fmt::Display for SchemaError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.path.is_empty() {
+            write!(f, "{}", self.problem)
+        } else {
+            write!(f, "{}: {}", self.path, self.problem)
+        }
+    }
+}
+
+impl std::error::Error for SchemaError {}
+
+/// Compiles a schema for validation: draft 2020-12 unless `$schema` names another known
+/// draft; a `$ref` outside the document, an unknown `$schema` or a schema that does not
+/// compile is an error. The schema itself is not changed.
+pub fn compile_schema(schema: &Value) -> Result<Validator, SchemaError> {
+    let mut problems = Vec::new();
+    check_references(schema, &Path::root(), &mut problems);
+    if let Some((path, problem)) = problems.into_iter().next() {
+        return Err(SchemaError {
+            path: path.to_string(),
+            problem,
+        });
+    }
+    compile_checked(schema, &Path::root()).map_err(|(path, problem)| SchemaError {
+        path: path.to_string(),
+        problem,
+    })
+}
+
+/// Every problem of a schema at `path`: the dialect, each external reference, and (only
+/// when those pass) compilation.
+pub(crate) fn schema_problems(schema: &Value, path: &Path) -> Vec<(Path, Problem)> {
+    let mut problems = Vec::new();
+    check_references(schema, path, &mut problems);
+    if problems.is_empty()
+        && let Err(problem) = compile_checked(schema, path)
+    {
+        problems.push(problem);
+    }
+    problems
+}
+
+fn compile_checked(schema: &Value, path: &Path) -> Result<Validator, (Path, Problem)> {
+    if let Some(uri) = schema.get("$schema").and_then(Value::as_str)
+        && Draft::default().detect(schema) == Draft::Unknown
+    {
+        return Err((
+            path.key("$schema"),
+            Problem::UnknownDialect {
+                uri: uri.to_owned(),
+            },
+        ));
+    }
+    jsonschema::options()
+        .offline()
+        .build(schema)
+        .map_err(|error| {
+            // A schema that fails its meta-schema reports where, as a pointer into the schema.
+            let at = pointer_path(schema, error.instance_path().as_str(), path);
+            (
+                at,
+                Problem::InvalidSchema {
+                    reason: error.to_string(),
+                },
+            )
+        })
+}
+
+/// Turns a JSON pointer into `schema` into a path under `base`.
+fn pointer_path(schema: &Value, pointer: &str, base: &Path) -> Path {
+    let mut path = base.clone();
+    let mut node = Some(schema);
+    for token in pointer.split('/').skip(1) {
+        let token = token.replace("~1", "/").replace("~0", "~");
+        match (node, token.parse::<usize>()) {
+            (Some(Value::Array(items)), Ok(index)) => {
+                path = path.index(index);
+                node = items.get(index);
+            }
+            _ => {
+                node = node.and_then(|node| node.get(&token));
+                path = path.key(&token);
+            }
+        }
+    }
+    path
+}
+
+/// Keywords whose values are instance data, not schemas: a `$ref` inside them is data.
+const DATA_KEYWORDS: &[&str] = &["const", "enum", "default", "examples"];
+/// Keywords whose values map names to schemas: their keys are names, not keywords.
+const SCHEMA_MAPS: &[&str] = &[
+    "properties",
+    "patternProperties",
+    "$defs",
+    "definitions",
+    "dependentSchemas",
+];
+const REFERENCE_KEYWORDS: &[&str] = &["$ref", "$dynamicRef", "$recursiveRef"];
+
+/// Finds every reference that does not start with `#`. Recursion depth is bounded by
+/// serde_json's parser (128 levels), so this cannot overflow the stack.
+fn check_references(schema: &Value, path: &Path, problems: &mut Vec<(Path, Problem)>) {
+    match schema {
+        Value::Object(object) => {
+            for (key, value) in object {
+                let here = path.key(key);
+                if REFERENCE_KEYWORDS.contains(&key.as_str()) {
+                    if let Value::String(reference) = value
+                        && !reference.starts_with('#')
+                    {
+                        problems.push((
+                            here,
+                            Problem::ExternalRef {
+                                reference: reference.clone(),
+                            },
+                        ));
+                    }
+                } else if DATA_KEYWORDS.contains(&key.as_str()) {
+                    continue;
+                } else if SCHEMA_MAPS.contains(&key.as_str()) {
+                    if let Value::Object(map) = value {
+                        for (name, subschema) in map {
+                            check_references(subschema, &here.key(name), problems);
+                        }
+                    }
+                } else {
+                    check_references(value, &here, problems);
+                }
+            }
+        }
+        Value::Array(items) => {
+            for (index, item) in items.iter().enumerate() {
+                check_references(item, &path.index(index), problems);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn local_references_compile() {
+        let schema = json!({
+            "type": "object",
+            "$defs": {"id": {"type": "string"}},
+            "properties": {"id": {"$ref": "#/$defs/id"}, "$ref": {"type": "string"}}
+        });
+        let validator = compile_schema(&schema).expect("compiles");
+        assert!(validator.is_valid(&json!({"id": "a"})));
+        assert!(!validator.is_valid(&json!({"id": 1})));
+    }
+
+    #[test]
+    fn external_references_are_refused_with_their_path() {
+        let schema = json!({
+            "type": "object",
+            "properties": {"user": {"$ref": "https://example.com/user.json"}},
+            "enum": [{"$ref": "data, not a reference"}]
+        });
+        let error = compile_schema(&schema).unwrap_err();
+        assert_eq!(error.path, "properties.user.$ref");
+        assert_eq!(
+            error.problem,
+            Problem::ExternalRef {
+                reference: "https://example.com/user.json".into()
+            }
+        );
+    }
+
+    #[test]
+    fn draft_is_2020_12_unless_schema_says_otherwise() {
+        // prefixItems is a 2020-12 keyword: it constrains tuples by default...
+        let schema = json!({"type": "array", "prefixItems": [{"type": "string"}]});
+        assert!(!compile_schema(&schema).unwrap().is_valid(&json!([1])));
+        // ...and means nothing to draft 7.
+        let schema = json!({
+            "$schema": "http://json-schema.org/draft-07/schema#",
+            "type": "array",
+            "prefixItems": [{"type": "string"}]
+        });
+        assert!(compile_schema(&schema).unwrap().is_valid(&json!([1])));
+    }
+
+    #[test]
+    fn unknown_dialect_is_an_error() {
+        let schema = json!({"$schema": "https://example.com/my-dialect", "type": "object"});
+        assert!(matches!(
+            compile_schema(&schema).unwrap_err().problem,
+            Problem::UnknownDialect { .. }
+        ));
+    }
+}
