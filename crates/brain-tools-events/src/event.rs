@@ -1,0 +1,315 @@
+//! Event types and their JSON shape.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::Value;
+
+/// Who called what: carried by every event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct CallHeader {
+    /// The tenant of the session.
+    pub tenant_id: String,
+    /// The session.
+    pub session_id: String,
+    /// The call (also the MCP progress token).
+    pub call_id: String,
+    /// The tool's name as the model sees it.
+    pub tool: String,
+}
+
+impl CallHeader {
+    /// A header.
+    pub fn new(
+        tenant_id: impl Into<String>,
+        session_id: impl Into<String>,
+        call_id: impl Into<String>,
+        tool: impl Into<String>,
+    ) -> Self {
+        Self {
+            tenant_id: tenant_id.into(),
+            session_id: session_id.into(),
+            call_id: call_id.into(),
+            tool: tool.into(),
+        }
+    }
+}
+
+/// An event of a tool call, tagged by `type` in JSON.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type")]
+#[non_exhaustive]
+pub enum ToolEvent {
+    /// `tool.progress`: live-only; show it, never persist it.
+    #[serde(rename = "tool.progress")]
+    Progress(ProgressEvent),
+    /// `tool.result`: exactly one per call, always the last event.
+    #[serde(rename = "tool.result")]
+    Result(ResultEvent),
+}
+
+impl ToolEvent {
+    /// A `tool.progress` event.
+    pub fn progress(
+        header: CallHeader,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<String>,
+    ) -> Self {
+        ToolEvent::Progress(ProgressEvent {
+            header,
+            progress,
+            total,
+            message,
+        })
+    }
+
+    /// A successful (or tool-error) `tool.result`.
+    pub fn result(header: CallHeader, is_error: bool, content: Vec<ContentBlock>) -> Self {
+        ToolEvent::Result(ResultEvent {
+            header,
+            is_error,
+            content,
+            error: None,
+        })
+    }
+
+    /// A failed `tool.result`: `is_error` is true, the content is the message as one
+    /// text block (what the model reads), and `error` is for the host.
+    pub fn failure(header: CallHeader, error: ToolError) -> Self {
+        ToolEvent::Result(ResultEvent {
+            header,
+            is_error: true,
+            content: vec![ContentBlock::text(error.message.clone())],
+            error: Some(error),
+        })
+    }
+
+    /// The header of the call.
+    pub fn header(&self) -> &CallHeader {
+        match self {
+            ToolEvent::Progress(event) => &event.header,
+            ToolEvent::Result(event) => &event.header,
+        }
+    }
+
+    /// True for events a host must not persist (`tool.progress`).
+    pub fn is_live_only(&self) -> bool {
+        matches!(self, ToolEvent::Progress(_))
+    }
+
+    /// The event as one line of JSON (no trailing newline).
+    pub fn to_json_line(&self) -> String {
+        serde_json::to_string(self).unwrap_or_else(|_| String::from("{}"))
+    }
+
+    /// Parses one line of JSON.
+    pub fn from_json_line(line: &str) -> serde_json::Result<Self> {
+        serde_json::from_str(line)
+    }
+}
+
+/// A `tool.progress` event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ProgressEvent {
+    /// Who called what.
+    #[serde(flatten)]
+    pub header: CallHeader,
+    /// Progress so far (whole numbers are written without a fraction).
+    #[serde(serialize_with = "number")]
+    pub progress: f64,
+    /// The total, when known.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "optional_number"
+    )]
+    pub total: Option<f64>,
+    /// What the server says it is doing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// A `tool.result` event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ResultEvent {
+    /// Who called what.
+    #[serde(flatten)]
+    pub header: CallHeader,
+    /// True when the tool failed (its own error, or any failure of the call path).
+    pub is_error: bool,
+    /// What the model reads.
+    pub content: Vec<ContentBlock>,
+    /// Why the call failed, for the host: absent on success; kind `tool_error` when the
+    /// tool itself reported the error (its content is kept above).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ToolError>,
+}
+
+/// A Brain content block.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ContentBlock {
+    /// Text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// An image.
+    Image {
+        /// Its MIME type, e.g. `image/png`.
+        mime_type: String,
+        /// Its bytes, base64.
+        data: String,
+    },
+    /// Structured content.
+    Json {
+        /// The value.
+        value: Value,
+    },
+}
+
+impl ContentBlock {
+    /// A text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        ContentBlock::Text { text: text.into() }
+    }
+
+    /// An image block.
+    pub fn image(mime_type: impl Into<String>, data: impl Into<String>) -> Self {
+        ContentBlock::Image {
+            mime_type: mime_type.into(),
+            data: data.into(),
+        }
+    }
+
+    /// A json block.
+    pub fn json(value: Value) -> Self {
+        ContentBlock::Json { value }
+    }
+}
+
+/// Why a call failed, for the host.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ToolError {
+    /// What went wrong.
+    pub kind: ErrorKind,
+    /// Whether the server may have run the tool.
+    pub delivery: Delivery,
+    /// One sentence that names the tool; never a token or the arguments.
+    pub message: String,
+}
+
+impl ToolError {
+    /// An error.
+    pub fn new(kind: ErrorKind, delivery: Delivery, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            delivery,
+            message: message.into(),
+        }
+    }
+}
+
+/// The kinds of failure, each with its own handling.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// No such tool for this tenant (or the tenant may not use it). Not sent.
+    UnknownTool,
+    /// The arguments do not satisfy the input schema. Not sent.
+    InvalidArguments,
+    /// The binding's `token_env` variable is not set. Not sent.
+    MissingToken,
+    /// The server could not be reached.
+    Connect,
+    /// The server answered with an HTTP error status.
+    HttpStatus,
+    /// The server's answer was not valid MCP.
+    Protocol,
+    /// The call's deadline passed.
+    Timeout,
+    /// The caller cancelled the call.
+    Cancelled,
+    /// The response exceeded `max_output_bytes`.
+    OutputTooLarge,
+    /// The tool reported an error (`isError`); its content is kept. Delivered.
+    ToolError,
+    /// The structured output does not satisfy `output_schema`. Delivered.
+    OutputSchema,
+    /// The host's executor for HTTP tools failed or is missing.
+    Executor,
+}
+
+impl ErrorKind {
+    /// The snake_case name.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ErrorKind::UnknownTool => "unknown_tool",
+            ErrorKind::InvalidArguments => "invalid_arguments",
+            ErrorKind::MissingToken => "missing_token",
+            ErrorKind::Connect => "connect",
+            ErrorKind::HttpStatus => "http_status",
+            ErrorKind::Protocol => "protocol",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Cancelled => "cancelled",
+            ErrorKind::OutputTooLarge => "output_too_large",
+            ErrorKind::ToolError => "tool_error",
+            ErrorKind::OutputSchema => "output_schema",
+            ErrorKind::Executor => "executor",
+        }
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Whether the server may have run the tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Delivery {
+    /// The request never left: the tool did not run. Safe to try again.
+    NotSent,
+    /// The request may have reached the server: the tool may have run. Check before
+    /// trying again.
+    Unknown,
+    /// The server answered: the tool ran (or refused).
+    Delivered,
+}
+
+impl Delivery {
+    /// The snake_case name.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Delivery::NotSent => "not_sent",
+            Delivery::Unknown => "unknown",
+            Delivery::Delivered => "delivered",
+        }
+    }
+}
+
+fn number<S: Serializer>(value: &f64, serializer: S) -> Result<S::Ok, S::Error> {
+    // Integral progress reads as 2, not 2.0; 2^53 is the last exactly integral f64.
+    if value.fract() == 0.0 && value.abs() < 9_007_199_254_740_992.0 {
+        serializer.serialize_i64(*value as i64)
+    } else {
+        serializer.serialize_f64(*value)
+    }
+}
+
+fn optional_number<S: Serializer>(value: &Option<f64>, serializer: S) -> Result<S::Ok, S::Error> {
+    match value {
+        Some(value) => number(value, serializer),
+        None => serializer.serialize_none(),
+    }
+}
