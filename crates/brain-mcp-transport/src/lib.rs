@@ -1,1 +1,60 @@
-//! Placeholder.
+//! An MCP client for tool calls, built on rmcp: one isolated MCP context per call, over
+//! Streamable HTTP (both protocol eras) or a stdio command, plus tool discovery.
+//!
+//! [`McpClient`] is one per process. It owns the pooled HTTP client (no redirects,
+//! `TCP_NODELAY`), a bounded, expiring cache of what each server supports, and the
+//! background tasks that close sessions. [`McpClient::call`] runs one `tools/call`:
+//!
+//! - servers up to `2025-11-25` get a session per call (`initialize`,
+//!   `notifications/initialized`, `tools/call`, `DELETE`), with no standalone GET stream;
+//!   the `DELETE` goes out on every path, in the background, after the result is returned;
+//! - `2026-07-28` servers get one self-contained POST per call, on a long-lived client per
+//!   (URL, token) whose `server/discover` answer is cached;
+//! - stdio commands are spawned per call in their own process group, which is killed
+//!   when the call ends.
+//!
+//! The progress token on the wire is the caller's (the call ID); every progress
+//! notification reaches the caller, in wire order, before the result. A call is sent at
+//! most once: nothing here retries `tools/call`. A failure is a [`CallError`] whose
+//! [`Delivery`] says whether the request may have reached the server.
+//!
+//! What this crate is not: it knows nothing of tenants, schemas or events (that is
+//! `brain-tools`), and it is not a general MCP client (no resources, prompts or sampling).
+//!
+//! ```no_run
+//! # async fn example() -> Result<(), brain_mcp_transport::CallError> {
+//! use std::time::Duration;
+//! use brain_mcp_transport::{CallRequest, ClientOptions, Endpoint, McpClient};
+//!
+//! let client = McpClient::new(ClientOptions::default());
+//! let endpoint = Endpoint::http("http://127.0.0.1:8080/mcp", None);
+//! let request = CallRequest::new(endpoint, "echo", "call-1", Duration::from_secs(30))
+//!     .arguments(serde_json::json!({"message": "hi"}).as_object().cloned().unwrap());
+//! let outcome = client.call(request).await?;
+//! println!("{}", outcome.result);
+//! # Ok(()) }
+//! ```
+
+mod calls;
+mod client;
+mod discovery;
+mod endpoint;
+mod error;
+mod handler;
+mod http;
+mod legacy;
+mod modern;
+mod opened;
+mod run;
+mod secret;
+mod stdio;
+
+pub use client::{ClientOptions, ClientStats, EraPreference, McpClient, ServerRequestPolicy};
+pub use discovery::{DiscoveredTool, Discovery, DiscoveryRequest};
+pub use endpoint::{Endpoint, HttpEndpoint, StdioEndpoint};
+pub use error::{CallError, Delivery, ErrorKind};
+pub use run::{CallOutcome, CallRequest, Era, Progress};
+pub use secret::Secret;
+
+/// A JSON object, keys in document order.
+pub type JsonObject = serde_json::Map<String, serde_json::Value>;

@@ -65,25 +65,14 @@ impl ToolEvent {
         })
     }
 
-    /// A successful (or tool-error) `tool.result`.
+    /// A `tool.result` with content and no error object.
     pub fn result(header: CallHeader, is_error: bool, content: Vec<ContentBlock>) -> Self {
-        ToolEvent::Result(ResultEvent {
-            header,
-            is_error,
-            content,
-            error: None,
-        })
+        ToolEvent::Result(ResultEvent::new(header, is_error, content))
     }
 
-    /// A failed `tool.result`: `is_error` is true, the content is the message as one
-    /// text block (what the model reads), and `error` is for the host.
+    /// A failed `tool.result` (see [`ResultEvent::failure`]).
     pub fn failure(header: CallHeader, error: ToolError) -> Self {
-        ToolEvent::Result(ResultEvent {
-            header,
-            is_error: true,
-            content: vec![ContentBlock::text(error.message.clone())],
-            error: Some(error),
-        })
+        ToolEvent::Result(ResultEvent::failure(header, error))
     }
 
     /// The header of the call.
@@ -147,6 +136,35 @@ pub struct ResultEvent {
     /// tool itself reported the error (its content is kept above).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<ToolError>,
+}
+
+impl ResultEvent {
+    /// A result with content and no error object.
+    pub fn new(header: CallHeader, is_error: bool, content: Vec<ContentBlock>) -> Self {
+        Self {
+            header,
+            is_error,
+            content,
+            error: None,
+        }
+    }
+
+    /// A failed result: `is_error` is true, the content is the message as one text block
+    /// (what the model reads), and `error` is for the host.
+    pub fn failure(header: CallHeader, error: ToolError) -> Self {
+        Self {
+            header,
+            is_error: true,
+            content: vec![ContentBlock::text(error.message.clone())],
+            error: Some(error),
+        }
+    }
+
+    /// The same result with an error object (for a tool's own error, whose content stays).
+    pub fn with_error(mut self, error: ToolError) -> Self {
+        self.error = Some(error);
+        self
+    }
 }
 
 /// A Brain content block.

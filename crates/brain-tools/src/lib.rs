@@ -1,1 +1,42 @@
-//! Placeholder.
+//! `ToolHost`: what an agent host embeds to give model sessions tools from MCP servers.
+//!
+//! Built once from a loaded host config, a [`ToolHost`] lists the tools a tenant's model
+//! may see ([`ToolHost::tools_for`]) and runs calls ([`ToolHost::call`]), any number at
+//! once, each through the spec's five steps:
+//!
+//! 1. **check**: the tool exists for the tenant and the arguments satisfy its schema
+//!    (nothing touches the network before this passes);
+//! 2. **open**: a fresh MCP context for this call over the shared, pooled client;
+//! 3. **call**: `tools/call` once, with `_meta["brain.dev/scope"]` and the call ID as the
+//!    progress token;
+//! 4. **stream**: every progress notification becomes a live-only `tool.progress`;
+//! 5. **return**: exactly one `tool.result`, and the context is closed.
+//!
+//! Every failure becomes a `tool.result` with `is_error: true` and an error object whose
+//! kind and delivery say what happened and whether the tool may have run.
+//!
+//! HTTP and SSE tools (bindings without `mcp_tool`) are handed to an
+//! [`HttpToolExecutor`] the host supplies.
+//!
+//! ```no_run
+//! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+//! use brain_tools::{CallScope, ToolHost};
+//! let config = brain_tools_config::HostConfig::from_json_bytes(&std::fs::read("host.json")?)?;
+//! let host = ToolHost::new(&config.config)?;
+//! let (events, mut rx) = tokio::sync::mpsc::unbounded_channel();
+//! let scope = CallScope::new("local", "s1", "c1");
+//! let result = host.call(&scope, "search", serde_json::json!({"query": "rust"}), Default::default(), &events).await;
+//! println!("{}", brain_tools_events::ToolEvent::Result(result).to_json_line());
+//! # Ok(()) }
+//! ```
+
+mod executor;
+mod host;
+mod sink;
+
+pub use brain_mcp_transport::{
+    ClientOptions, ClientStats, EraPreference, McpClient, Progress, Secret, ServerRequestPolicy,
+};
+pub use executor::{HttpToolCall, HttpToolExecutor, HttpToolOutput};
+pub use host::{BuildError, CallScope, ModelTool, ToolHost, ToolHostBuilder};
+pub use sink::EventSink;

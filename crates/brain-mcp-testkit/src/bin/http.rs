@@ -1,0 +1,85 @@
+//! `brain-mcp-testkit-http`: runs a testkit `TestServer` until stdin closes or SIGTERM/SIGINT, for demos and benchmarks.
+//!
+//! Flags: `--era legacy|modern|both`, `--no-nodelay`, `--json-response`, `--page-size N`, `--extra-tools N`,
+//! `--no-call-details` (do not keep every call's `_meta` and headers). Prints `LISTENING <url>` on stdout once
+//! it accepts connections; on exit it prints `COUNTERS <json>`.
+
+use std::process::ExitCode;
+
+use brain_mcp_testkit::{ServerOptions, TestServer};
+use tokio::io::AsyncReadExt;
+
+const USAGE: &str = "usage: brain-mcp-testkit-http [--era legacy|modern|both] [--no-nodelay] [--json-response] \
+[--page-size N] [--extra-tools N] [--no-call-details]";
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("brain-mcp-testkit-http: {message}\n{USAGE}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn number(args: &mut impl Iterator<Item = String>, flag: &str) -> Result<usize, String> {
+    let raw = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
+    raw.parse()
+        .map_err(|_| format!("{flag} needs a number, not {raw:?}"))
+}
+
+fn run() -> Result<(), String> {
+    let mut options = ServerOptions::default();
+    let mut call_details = true;
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--era" => {
+                let era = args.next().ok_or("--era needs a value")?;
+                options.era = era.parse()?;
+            }
+            "--no-nodelay" => options.tcp_nodelay = false,
+            "--json-response" => options.json_response = true,
+            "--page-size" => options.page_size = Some(number(&mut args, "--page-size")?),
+            "--extra-tools" => options.extra_tools = number(&mut args, "--extra-tools")?,
+            "--no-call-details" => call_details = false,
+            "-h" | "--help" => {
+                eprintln!("{USAGE}");
+                return Ok(());
+            }
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    runtime.block_on(async {
+        let server = TestServer::start(options)
+            .await
+            .map_err(|e| format!("cannot start: {e}"))?;
+        server.record_call_details(call_details);
+        println!("LISTENING {}", server.url());
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .map_err(|e| format!("cannot watch SIGTERM: {e}"))?;
+        let stdin_closed = async {
+            let mut stdin = tokio::io::stdin();
+            let mut buf = [0u8; 1024];
+            while matches!(stdin.read(&mut buf).await, Ok(n) if n > 0) {}
+        };
+        tokio::select! {
+            () = stdin_closed => {}
+            _ = term.recv() => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
+        let counters = server.counters();
+        server.shutdown().await;
+        match serde_json::to_string(&counters) {
+            Ok(json) => println!("COUNTERS {json}"),
+            Err(e) => eprintln!("brain-mcp-testkit-http: cannot print the counters: {e}"),
+        }
+        Ok::<(), String>(())
+    })?;
+    runtime.shutdown_background();
+    Ok(())
+}

@@ -1,0 +1,87 @@
+//! `brain-mcp-testkit-stdio`: the testkit's scripted MCP tools over stdin/stdout, for stdio client tests.
+//!
+//! Flags: `--era legacy|modern|both` (default both), `--page-size N`, `--extra-tools N`, and the faults
+//! `--exit-before-handshake` (exit 3 at once), `--garbage-stdout`, `--flood-stderr`, `--ignore-stdin-close`,
+//! `--spawn-grandchild PIDFILE` (start `sleep 1000` in our process group, write its pid), `--exit-mid-call`.
+//! Env `TESTKIT_COUNTERS=FILE`: keep the counters there as JSON (see `brain_mcp_testkit::read_counters_file`).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use brain_mcp_testkit::{Era, StdioOptions, serve_stdio};
+
+const USAGE: &str = "usage: brain-mcp-testkit-stdio [--era legacy|modern|both] [--page-size N] [--extra-tools N] \
+[--exit-before-handshake] [--garbage-stdout] [--flood-stderr] [--ignore-stdin-close] \
+[--spawn-grandchild PIDFILE] [--exit-mid-call]";
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(code) => code,
+        Err(message) => {
+            eprintln!("brain-mcp-testkit-stdio: {message}\n{USAGE}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn value(args: &mut impl Iterator<Item = String>, flag: &str) -> Result<String, String> {
+    args.next().ok_or_else(|| format!("{flag} needs a value"))
+}
+
+fn number(args: &mut impl Iterator<Item = String>, flag: &str) -> Result<usize, String> {
+    let raw = value(args, flag)?;
+    raw.parse()
+        .map_err(|_| format!("{flag} needs a number, not {raw:?}"))
+}
+
+fn run() -> Result<ExitCode, String> {
+    let mut options = StdioOptions::new(Era::Both);
+    let mut grandchild_pidfile: Option<PathBuf> = None;
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--era" => options.era = value(&mut args, "--era")?.parse()?,
+            "--page-size" => options.page_size = Some(number(&mut args, "--page-size")?),
+            "--extra-tools" => options.extra_tools = number(&mut args, "--extra-tools")?,
+            "--exit-before-handshake" => return Ok(ExitCode::from(3)),
+            "--garbage-stdout" => options.garbage_stdout = true,
+            "--flood-stderr" => options.flood_stderr = true,
+            "--ignore-stdin-close" => options.ignore_stdin_close = true,
+            "--exit-mid-call" => options.exit_mid_call = true,
+            "--spawn-grandchild" => {
+                grandchild_pidfile = Some(value(&mut args, "--spawn-grandchild")?.into());
+            }
+            "-h" | "--help" => {
+                eprintln!("{USAGE}");
+                return Ok(ExitCode::SUCCESS);
+            }
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    options.counters_file = std::env::var_os("TESTKIT_COUNTERS").map(PathBuf::from);
+
+    if let Some(pidfile) = grandchild_pidfile {
+        // Same process group and the same stdin/stdout/stderr as we have, like the node process that `npx`
+        // starts: a client that kills only its direct child leaves it behind, holding the pipes open.
+        let child = std::process::Command::new("sleep")
+            .arg("1000")
+            .spawn()
+            .map_err(|e| format!("cannot spawn the grandchild: {e}"))?;
+        let tmp = pidfile.with_extension("tmp");
+        std::fs::write(&tmp, child.id().to_string())
+            .and_then(|()| std::fs::rename(&tmp, &pidfile))
+            .map_err(|e| format!("cannot write {}: {e}", pidfile.display()))?;
+    }
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    runtime
+        .block_on(serve_stdio(options))
+        .map_err(|e| format!("stdio failed: {e}"))?;
+    // stdin may still be read by a blocking thread: do not wait for it.
+    runtime.shutdown_background();
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,490 @@
+//! The HTTP test server: an accept loop we own, an axum router with a counting middleware, rmcp behind it.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{Path, Request, State};
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::any;
+use futures::StreamExt;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::{Value, json};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::counters::{Counters, RECORDED_HEADERS, Stats};
+use crate::fault::{self, HttpFault};
+use crate::options::{Era, ServerOptions};
+use crate::sessions::CountingSessions;
+use crate::tools::{
+    DropSignal, Kit, Testkit, late_progress, raw_after_progress, raw_call, raw_progress_token,
+};
+
+/// Largest POST body the middleware buffers (rmcp itself refuses more than 4 MiB).
+const MAX_BODY: usize = 16 << 20;
+/// How long open connections get to finish after shutdown begins.
+const GRACE: Duration = Duration::from_secs(2);
+
+/// A scriptable MCP server on `127.0.0.1:<free port>`, serving the scripted tools over Streamable HTTP.
+///
+/// It owns everything it runs: dropping it stops the server, its connections and its sessions at once;
+/// [`shutdown`](Self::shutdown) does the same gracefully (open streams get a short grace period).
+#[derive(Debug)]
+pub struct TestServer {
+    addr: SocketAddr,
+    kit: Arc<Kit>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl TestServer {
+    /// Binds `127.0.0.1:0` and starts serving; the server accepts connections when this returns.
+    pub async fn start(options: ServerOptions) -> std::io::Result<TestServer> {
+        let kit = Arc::new(Kit::new(
+            options.era,
+            options.extra_tools,
+            options.page_size,
+            Stats::default(),
+        ));
+        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        let addr = listener.local_addr()?;
+        let app = router(kit.clone(), &options);
+        let task = tokio::spawn(accept_loop(listener, app, kit.clone(), options.tcp_nodelay));
+        Ok(TestServer {
+            addr,
+            kit,
+            task: Some(task),
+        })
+    }
+
+    /// The MCP endpoint: `http://127.0.0.1:PORT/mcp`.
+    pub fn url(&self) -> String {
+        format!("http://{}/mcp", self.addr)
+    }
+
+    /// A URL on this server where every request gets `fault`, e.g. `http://127.0.0.1:PORT/fault/401/mcp`.
+    pub fn fault_url(&self, fault: HttpFault) -> String {
+        format!("http://{}/fault/{}/mcp", self.addr, fault.path_segment())
+    }
+
+    /// The address the server listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// A snapshot of the counters.
+    pub fn counters(&self) -> Counters {
+        self.kit.stats.snapshot()
+    }
+
+    /// Waits until `pred` holds for the counters, or until `timeout`; returns the last snapshot either way.
+    /// For effects that arrive after the client returns, such as a DELETE or a cancellation.
+    pub async fn wait_for(&self, pred: impl Fn(&Counters) -> bool, timeout: Duration) -> Counters {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let changed = self.kit.stats.changed();
+            tokio::pin!(changed);
+            // Register before looking, so that a change between the look and the wait is not missed.
+            changed.as_mut().enable();
+            let counters = self.counters();
+            if pred(&counters) {
+                return counters;
+            }
+            tokio::select! {
+                () = changed => {}
+                () = tokio::time::sleep_until(deadline) => return self.counters(),
+            }
+        }
+    }
+
+    /// Keep (the default) or stop keeping `call_meta` and `call_headers`, which grow with every call.
+    /// Long benchmark runs turn them off.
+    pub fn record_call_details(&self, on: bool) {
+        self.kit.stats.set_record_details(on);
+    }
+
+    /// Stops the server: no new connections, open streams and hung requests end,
+    /// and connections get a short grace period before they are closed.
+    pub async fn shutdown(mut self) {
+        self.kit.shutdown.cancel();
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.kit.shutdown.cancel();
+        if let Some(task) = self.task.take() {
+            // The accept task owns every connection task: aborting it aborts them all.
+            task.abort();
+        }
+    }
+}
+
+/// Per-connection control, put into every request's extensions.
+#[derive(Clone, Debug)]
+struct ConnCtl {
+    /// Cancel to close the connection at once, without a response.
+    kill: CancellationToken,
+}
+
+fn router(kit: Arc<Kit>, options: &ServerOptions) -> Router {
+    let sessions = Arc::new(CountingSessions::new(
+        LocalSessionManager::default(),
+        kit.clone(),
+    ));
+    let config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(options.era != Era::Modern)
+        .with_stateless_protocol_metadata_required(options.era == Era::Modern)
+        .with_json_response(options.json_response)
+        .with_cancellation_token(kit.shutdown.child_token());
+    let handler_kit = kit.clone();
+    let mcp = StreamableHttpService::new(
+        move || Ok(Testkit::new(handler_kit.clone())),
+        sessions,
+        config,
+    );
+    Router::new()
+        .nest_service("/mcp", mcp)
+        .route("/fault/{fault}/mcp", any(fault_handler))
+        .with_state(kit.clone())
+        .layer(axum::middleware::from_fn_with_state(kit, observe))
+}
+
+async fn accept_loop(listener: TcpListener, app: Router, kit: Arc<Kit>, nodelay: bool) {
+    let stop = kit.shutdown.clone();
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => break,
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    if nodelay {
+                        let _ = stream.set_nodelay(true);
+                    }
+                    kit.stats.update(|c| c.connections_accepted += 1);
+                    connections.spawn(serve_connection(stream, app.clone(), stop.clone()));
+                }
+                Err(error) => {
+                    // Out of file descriptors and the like: back off instead of spinning.
+                    tracing::warn!(%error, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            },
+        }
+    }
+    drop(listener);
+    let drained = async { while connections.join_next().await.is_some() {} };
+    let _ = tokio::time::timeout(GRACE + Duration::from_millis(500), drained).await;
+    // Dropping the set aborts whatever is left.
+}
+
+async fn serve_connection(stream: TcpStream, app: Router, stop: CancellationToken) {
+    let ctl = ConnCtl {
+        kill: CancellationToken::new(),
+    };
+    let service = TowerToHyperService::new(app.layer(axum::Extension(ctl.clone())));
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder.timer(TokioTimer::new());
+    let connection = builder.serve_connection(TokioIo::new(stream), service);
+    tokio::pin!(connection);
+    tokio::select! {
+        _ = connection.as_mut() => return,
+        () = ctl.kill.cancelled() => return,
+        () = stop.cancelled() => {}
+    }
+    connection.as_mut().graceful_shutdown();
+    tokio::select! {
+        _ = connection => {}
+        () = ctl.kill.cancelled() => {}
+        () = tokio::time::sleep(GRACE) => {}
+    }
+}
+
+fn recorded_headers(headers: &axum::http::HeaderMap) -> BTreeMap<String, String> {
+    RECORDED_HEADERS
+        .iter()
+        .filter_map(|&name| {
+            let value = headers.get(name)?;
+            Some((
+                name.to_owned(),
+                String::from_utf8_lossy(value.as_bytes()).into_owned(),
+            ))
+        })
+        .collect()
+}
+
+/// The parsed POST body, handed from the middleware to the fault handler.
+#[derive(Clone, Debug)]
+struct Parsed(Option<Arc<Value>>);
+
+/// Counts every request, then applies what the scripted tools need from HTTP.
+async fn observe(State(kit): State<Arc<Kit>>, request: Request, next: Next) -> Response {
+    match *request.method() {
+        Method::POST => {}
+        Method::GET => {
+            let resume = request.headers().contains_key("last-event-id");
+            kit.stats.update(|c| {
+                if resume {
+                    c.resume_gets += 1;
+                } else {
+                    c.standalone_gets += 1;
+                }
+            });
+            return next.run(request).await;
+        }
+        Method::DELETE => {
+            kit.stats.update(|c| c.deletes += 1);
+            return next.run(request).await;
+        }
+        _ => return next.run(request).await,
+    }
+    let (mut parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY).await else {
+        kit.stats.record_message(None, true, BTreeMap::new);
+        return (StatusCode::PAYLOAD_TOO_LARGE, "request body too large").into_response();
+    };
+    let message: Option<Value> = serde_json::from_slice(&bytes).ok();
+    kit.stats
+        .record_message(message.as_ref(), true, || recorded_headers(&parts.headers));
+
+    if parts.uri.path().starts_with("/fault/") {
+        parts.extensions.insert(Parsed(message.map(Arc::new)));
+        return next
+            .run(Request::from_parts(parts, Body::from(bytes)))
+            .await;
+    }
+    let Some(message) = message else {
+        return next
+            .run(Request::from_parts(parts, Body::from(bytes)))
+            .await;
+    };
+
+    let method = message.get("method").and_then(Value::as_str);
+    if kit.era == Era::Legacy && method == Some("server/discover") {
+        // A server from before 2026 has never heard of server/discover.
+        if let Some(id) = message.get("id") {
+            return method_not_found(id);
+        }
+    }
+    match raw_call(&message) {
+        Some(("progress_after_result", _)) => {
+            let token = raw_progress_token(&message).cloned();
+            let response = next
+                .run(Request::from_parts(parts, Body::from(bytes)))
+                .await;
+            match token {
+                Some(token) => append_late_progress(response, &token).await,
+                None => response,
+            }
+        }
+        Some(("drop_mid_stream", params)) => {
+            let after = raw_after_progress(params);
+            let signal = DropSignal::default();
+            parts.extensions.insert(signal.clone());
+            let kill = parts.extensions.get::<ConnCtl>().map(|c| c.kill.clone());
+            let response = next.run(Request::from_parts(parts, Body::from(bytes)));
+            let response = if after == 0 {
+                // The result never comes, and with JSON responses nor do headers: drop when the handler is there.
+                tokio::select! {
+                    response = response => response,
+                    () = signal.sent.notified() => {
+                        if let Some(kill) = kill {
+                            signal.dropped.notify_one();
+                            kill.cancel();
+                            return std::future::pending().await;
+                        }
+                        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+                    }
+                }
+            } else {
+                response.await
+            };
+            if response.status() != StatusCode::OK {
+                return response;
+            }
+            drop_after_progress(response, after, signal)
+        }
+        _ => {
+            next.run(Request::from_parts(parts, Body::from(bytes)))
+                .await
+        }
+    }
+}
+
+fn method_not_found(id: &Value) -> Response {
+    let body = json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {"code": -32601, "message": "Method not found"}
+    });
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+fn content_type_is(response: &Response, essence: &str) -> bool {
+    response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().starts_with(essence))
+}
+
+/// Appends an SSE event with a late progress notification after the response. A JSON response
+/// becomes an SSE stream of two events (the client accepts both).
+async fn append_late_progress(response: Response, token: &Value) -> Response {
+    if response.status() != StatusCode::OK {
+        return response;
+    }
+    let tail = Bytes::from(format!("data: {}\n\n", late_progress(token)));
+    if content_type_is(&response, "text/event-stream") {
+        let (parts, body) = response.into_parts();
+        let stream = body
+            .into_data_stream()
+            .chain(futures::stream::once(async move { Ok(tail) }));
+        return Response::from_parts(parts, Body::from_stream(stream));
+    }
+    if content_type_is(&response, "application/json") {
+        let (mut parts, body) = response.into_parts();
+        let Ok(json) = axum::body::to_bytes(body, usize::MAX).await else {
+            return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+        };
+        let mut sse = Vec::with_capacity(json.len() + tail.len() + 8);
+        sse.extend_from_slice(b"data: ");
+        sse.extend_from_slice(json.trim_ascii());
+        sse.extend_from_slice(b"\n\n");
+        sse.extend_from_slice(&tail);
+        parts.headers.remove(header::CONTENT_LENGTH);
+        parts.headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/event-stream"),
+        );
+        return Response::from_parts(parts, Body::from(sse));
+    }
+    response
+}
+
+const PROGRESS_NEEDLE: &[u8] = b"notifications/progress";
+
+/// Counts `PROGRESS_NEEDLE` in a stream of chunks, also across chunk boundaries.
+#[derive(Debug, Default)]
+struct NeedleCounter {
+    carry: Vec<u8>,
+}
+
+impl NeedleCounter {
+    fn count(&mut self, chunk: &[u8]) -> u64 {
+        self.carry.extend_from_slice(chunk);
+        let found = self
+            .carry
+            .windows(PROGRESS_NEEDLE.len())
+            .filter(|w| *w == PROGRESS_NEEDLE)
+            .count() as u64;
+        let keep = PROGRESS_NEEDLE.len() - 1;
+        if found > 0 {
+            // Occurrences cannot overlap a kept tail shorter than the needle.
+            self.carry.clear();
+        } else if self.carry.len() > keep {
+            self.carry.drain(..self.carry.len() - keep);
+        }
+        found
+    }
+}
+
+/// Passes the response through until `after` progress notifications went by, lets hyper flush them,
+/// then fails the body: hyper aborts the connection before the result.
+fn drop_after_progress(response: Response, after: u64, signal: DropSignal) -> Response {
+    struct State {
+        body: axum::body::BodyDataStream,
+        seen: u64,
+        counter: NeedleCounter,
+        done: bool,
+    }
+    let (parts, body) = response.into_parts();
+    let state = State {
+        body: body.into_data_stream(),
+        seen: 0,
+        counter: NeedleCounter::default(),
+        done: false,
+    };
+    let stream = futures::stream::unfold(state, move |mut st| {
+        let signal = signal.clone();
+        async move {
+            if st.done {
+                return None;
+            }
+            if st.seen >= after {
+                // Pending first, so that hyper writes out what it has, then the error.
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                st.done = true;
+                signal.dropped.notify_one();
+                let error = std::io::Error::other("brain-mcp-testkit: stream dropped on purpose");
+                return Some((Err(error), st));
+            }
+            match st.body.next().await {
+                None => None,
+                Some(Err(error)) => {
+                    st.done = true;
+                    Some((Err(std::io::Error::other(error)), st))
+                }
+                Some(Ok(chunk)) => {
+                    st.seen += st.counter.count(&chunk);
+                    Some((Ok(chunk), st))
+                }
+            }
+        }
+    });
+    Response::from_parts(parts, Body::from_stream(stream))
+}
+
+async fn fault_handler(
+    State(kit): State<Arc<Kit>>,
+    Path(segment): Path<String>,
+    request: Request,
+) -> Response {
+    let Some(fault) = HttpFault::from_path_segment(&segment) else {
+        return (StatusCode::NOT_FOUND, format!("unknown fault {segment:?}")).into_response();
+    };
+    let message = request
+        .extensions()
+        .get::<Parsed>()
+        .and_then(|p| p.0.clone());
+    let kill = request
+        .extensions()
+        .get::<ConnCtl>()
+        .map(|c| c.kill.clone());
+    fault::respond(fault, message.as_deref(), kill.as_ref(), &kit.shutdown).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn needle_counter_sees_split_needles() {
+        let mut counter = NeedleCounter::default();
+        assert_eq!(counter.count(b"data: {\"method\":\"notifications/pro"), 0);
+        assert_eq!(counter.count(b"gress\"}\n\n"), 1);
+        assert_eq!(
+            counter.count(b"data: notifications/progress\n\ndata: notifications/progress\n\n"),
+            2
+        );
+        assert_eq!(counter.count(b"data: {\"result\":{}}\n\n"), 0);
+    }
+}

@@ -1,0 +1,124 @@
+//! What a test server speaks and how: [`Era`] and [`ServerOptions`].
+
+use std::borrow::Cow;
+use std::fmt;
+use std::str::FromStr;
+
+use rmcp::model::ProtocolVersion;
+
+/// Which MCP protocol lifecycle(s) a test server speaks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Era {
+    /// The `initialize` lifecycle only, protocol versions up to `2025-11-25`.
+    ///
+    /// `server/discover` is answered as a server from before 2026 answers an unknown method:
+    /// a JSON-RPC error `-32601` (HTTP 200), so that a client in automatic mode falls back to `initialize`.
+    Legacy,
+    /// `2026-07-28` only: stateless, `server/discover`, every request carries its `_meta` and headers.
+    /// `initialize` is rejected with `-32022` (unsupported protocol version).
+    Modern,
+    /// Both lifecycles on one endpoint, as rmcp serves them by default. The default.
+    #[default]
+    Both,
+}
+
+const MODERN_VERSIONS: &[ProtocolVersion] = &[ProtocolVersion::V_2026_07_28];
+
+impl Era {
+    /// The protocol versions a server of this era supports.
+    pub(crate) fn supported_versions(self) -> Cow<'static, [ProtocolVersion]> {
+        match self {
+            Era::Legacy => {
+                Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+            }
+            Era::Modern => Cow::Borrowed(MODERN_VERSIONS),
+            Era::Both => Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS),
+        }
+    }
+
+    /// The name used on command lines: `legacy`, `modern` or `both`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Era::Legacy => "legacy",
+            Era::Modern => "modern",
+            Era::Both => "both",
+        }
+    }
+}
+
+impl fmt::Display for Era {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Era {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "legacy" => Ok(Era::Legacy),
+            "modern" => Ok(Era::Modern),
+            "both" => Ok(Era::Both),
+            other => Err(format!(
+                "unknown era {other:?}: expected legacy, modern or both"
+            )),
+        }
+    }
+}
+
+/// How to run a [`TestServer`](crate::TestServer).
+#[derive(Clone, Debug)]
+pub struct ServerOptions {
+    /// The protocol lifecycle(s) served. Default [`Era::Both`].
+    pub era: Era,
+    /// Set `TCP_NODELAY` on every accepted connection. Default `true`.
+    /// Turn it off to reproduce servers whose small writes wait for a delayed ACK.
+    pub tcp_nodelay: bool,
+    /// Answer stateless (2026) requests with `application/json` when the first message is the result.
+    /// Default `false`: SSE responses. Legacy session streams are always SSE.
+    pub json_response: bool,
+    /// `tools/list` page size; `None` (the default) lists every tool in one page.
+    pub page_size: Option<usize>,
+    /// Extra generated tools `gen_0000`, `gen_0001`, ... with small distinct input schemas
+    /// (for discovery tests). Each echoes its arguments as JSON text. Default 0.
+    pub extra_tools: usize,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        Self {
+            era: Era::Both,
+            tcp_nodelay: true,
+            json_response: false,
+            page_size: None,
+            extra_tools: 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn eras_parse_and_print() {
+        for era in [Era::Legacy, Era::Modern, Era::Both] {
+            assert_eq!(era.as_str().parse::<Era>(), Ok(era));
+        }
+        assert!("2026".parse::<Era>().is_err());
+    }
+
+    #[test]
+    fn legacy_era_stops_before_2026() {
+        let versions = Era::Legacy.supported_versions();
+        assert!(versions.contains(&ProtocolVersion::V_2025_11_25));
+        assert!(!versions.contains(&ProtocolVersion::V_2026_07_28));
+        assert_eq!(&*Era::Modern.supported_versions(), MODERN_VERSIONS);
+        assert!(
+            Era::Both
+                .supported_versions()
+                .contains(&ProtocolVersion::V_2026_07_28)
+        );
+    }
+}

@@ -1,0 +1,6 @@
+//! Smoke tests of the testkit through raw HTTP and a spawned stdio server.
+
+mod client;
+mod faults;
+mod http;
+mod stdio;

@@ -1,0 +1,343 @@
+//! The state of each call in flight, shared by the call path and the transport wrappers.
+//!
+//! rmcp stamps its own numeric `progressToken` on every request and routes progress
+//! through spawned tasks. We want the call ID on the wire and progress delivered in wire
+//! order, before the result. So the call path puts a private marker in the request's
+//! `_meta`; the transport wrapper that serializes the request (our HTTP backend, or the
+//! stdio wrapper) swaps the marker for the call ID as `progressToken`, and routes the
+//! progress notifications of that call straight to its channel as they are read.
+
+use std::{
+    collections::HashMap,
+    sync::{
+        Arc, Mutex, PoisonError,
+        atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering},
+    },
+};
+
+use rmcp::model::{
+    ClientJsonRpcMessage, ClientRequest, GetMeta, JsonRpcMessage, NumberOrString,
+    ProgressNotificationParam, ProgressToken, ServerJsonRpcMessage, ServerNotification,
+};
+use tokio::sync::{Notify, mpsc};
+
+use crate::run::Progress;
+
+/// The private `_meta` key that carries a call's registry key from the call path to the
+/// transport wrapper. It never reaches the wire.
+pub(crate) const CALL_MARKER: &str = "brain.dev/internal-call-key";
+
+const NOT_SENT: u8 = 0;
+const SENDING: u8 = 1;
+const WRITTEN: u8 = 2;
+
+/// What the transport learned about a call's request, for error classification.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Failure {
+    /// The connection could not be made; the request was not written.
+    Connect,
+    /// The server answered with this HTTP status.
+    Status(u16),
+    /// The connection broke while the request or response was in flight.
+    Broken,
+    /// The answer was not MCP (content type, JSON, ...): a fixed phrase.
+    Protocol(&'static str),
+}
+
+/// One call in flight.
+#[derive(Debug)]
+pub(crate) struct CallState {
+    token: Arc<str>,
+    progress: Option<mpsc::UnboundedSender<Progress>>,
+    budget: usize,
+    received: AtomicUsize,
+    overflowed: AtomicBool,
+    overflow: Notify,
+    stage: AtomicU8,
+    failure: Mutex<Option<Failure>>,
+    last_event_id: Mutex<Option<String>>,
+    resumes: AtomicUsize,
+}
+
+impl CallState {
+    pub(crate) fn new(
+        token: &str,
+        progress: Option<mpsc::UnboundedSender<Progress>>,
+        budget: usize,
+    ) -> Self {
+        Self {
+            token: Arc::from(token),
+            progress,
+            budget,
+            received: AtomicUsize::new(0),
+            overflowed: AtomicBool::new(false),
+            overflow: Notify::new(),
+            stage: AtomicU8::new(NOT_SENT),
+            failure: Mutex::new(None),
+            last_event_id: Mutex::new(None),
+            resumes: AtomicUsize::new(0),
+        }
+    }
+
+    pub(crate) fn budget(&self) -> usize {
+        self.budget
+    }
+
+    /// Counts response bytes; false (and the overflow signal raised) once past the budget.
+    pub(crate) fn count(&self, bytes: usize) -> bool {
+        let total = self
+            .received
+            .fetch_add(bytes, Ordering::Relaxed)
+            .saturating_add(bytes);
+        if total > self.budget {
+            self.raise_overflow();
+            false
+        } else {
+            true
+        }
+    }
+
+    pub(crate) fn raise_overflow(&self) {
+        if !self.overflowed.swap(true, Ordering::AcqRel) {
+            self.overflow.notify_waiters();
+        }
+    }
+
+    pub(crate) fn is_overflowed(&self) -> bool {
+        self.overflowed.load(Ordering::Acquire)
+    }
+
+    /// Resolves once the response went over budget.
+    pub(crate) async fn overflowed(&self) {
+        loop {
+            let notified = self.overflow.notified();
+            if self.is_overflowed() {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// The request is about to be written.
+    pub(crate) fn mark_sending(&self) {
+        let _ = self
+            .stage
+            .compare_exchange(NOT_SENT, SENDING, Ordering::AcqRel, Ordering::Acquire);
+    }
+
+    /// The request was written (stdio), or the server answered it (HTTP).
+    pub(crate) fn mark_written(&self) {
+        self.stage.store(WRITTEN, Ordering::Release);
+    }
+
+    /// The request was provably not written (a connect error).
+    pub(crate) fn mark_not_sent(&self) {
+        let _ = self
+            .stage
+            .compare_exchange(SENDING, NOT_SENT, Ordering::AcqRel, Ordering::Acquire);
+    }
+
+    /// Whether the request may have reached the server.
+    pub(crate) fn may_have_been_sent(&self) -> bool {
+        self.stage.load(Ordering::Acquire) != NOT_SENT
+    }
+
+    pub(crate) fn record(&self, failure: Failure) {
+        let mut slot = self.failure.lock().unwrap_or_else(PoisonError::into_inner);
+        slot.get_or_insert(failure);
+    }
+
+    pub(crate) fn failure(&self) -> Option<Failure> {
+        self.failure
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    pub(crate) fn set_last_event_id(&self, id: &str) {
+        *self
+            .last_event_id
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(id.to_owned());
+    }
+
+    /// Counts one resumption of the call's response stream.
+    pub(crate) fn count_resume(&self) {
+        self.resumes.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// How many times the call's response stream was resumed.
+    pub(crate) fn resumed(&self) -> usize {
+        self.resumes.load(Ordering::Relaxed)
+    }
+
+    fn has_last_event_id(&self, id: &str) -> bool {
+        self.last_event_id
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_deref()
+            == Some(id)
+    }
+
+    /// Delivers the message to this call if it is one of its progress notifications.
+    /// Returns true when the message was consumed.
+    pub(crate) fn route(&self, message: &ServerJsonRpcMessage) -> bool {
+        let JsonRpcMessage::Notification(notification) = message else {
+            return false;
+        };
+        let ServerNotification::ProgressNotification(progress) = &notification.notification else {
+            return false;
+        };
+        self.deliver(&progress.params)
+    }
+
+    /// Delivers a progress notification if its token is this call's.
+    pub(crate) fn deliver(&self, params: &ProgressNotificationParam) -> bool {
+        let matches = match &params.progress_token.0 {
+            NumberOrString::String(token) => **token == *self.token,
+            NumberOrString::Number(number) => number.to_string() == *self.token,
+        };
+        if !matches {
+            return false;
+        }
+        if let Some(progress) = &self.progress {
+            let _ = progress.send(Progress {
+                progress: params.progress,
+                total: params.total,
+                message: params.message.clone(),
+            });
+        }
+        true
+    }
+}
+
+/// Calls in flight on one transport (one per legacy session, shared by the calls of a
+/// long-lived 2026-07-28 client).
+#[derive(Debug, Default)]
+pub(crate) struct Registry {
+    next: AtomicU64,
+    calls: Mutex<HashMap<u64, Arc<CallState>>>,
+}
+
+/// Removes its call from the registry when dropped.
+#[derive(Debug)]
+pub(crate) struct Registration {
+    registry: Arc<Registry>,
+    key: u64,
+}
+
+impl Registration {
+    pub(crate) fn key(&self) -> u64 {
+        self.key
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        self.registry.lock().remove(&self.key);
+    }
+}
+
+impl Registry {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<CallState>>> {
+        self.calls.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn register(self: &Arc<Self>, state: Arc<CallState>) -> Registration {
+        let key = self.next.fetch_add(1, Ordering::Relaxed);
+        self.lock().insert(key, state);
+        Registration {
+            registry: Arc::clone(self),
+            key,
+        }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// The call whose stream last carried this SSE event id (for a resumed stream).
+    pub(crate) fn by_last_event_id(&self, id: &str) -> Option<Arc<CallState>> {
+        self.lock()
+            .values()
+            .find(|state| state.has_last_event_id(id))
+            .cloned()
+    }
+
+    /// If the message is a `tools/call` carrying a call marker: removes the marker, puts
+    /// the call's token in `progressToken`, and returns the call.
+    pub(crate) fn claim(&self, message: &mut ClientJsonRpcMessage) -> Option<Arc<CallState>> {
+        let JsonRpcMessage::Request(request) = message else {
+            return None;
+        };
+        if !matches!(request.request, ClientRequest::CallToolRequest(_)) {
+            return None;
+        }
+        let meta = request.request.get_meta_mut();
+        let key = meta.0.0.remove(CALL_MARKER)?.as_u64()?;
+        let state = self.lock().get(&key).cloned()?;
+        meta.set_progress_token(ProgressToken(NumberOrString::String(Arc::clone(
+            &state.token,
+        ))));
+        Some(state)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rmcp::model::{CallToolRequest, CallToolRequestParams, RequestMetaObject};
+    use serde_json::json;
+
+    use super::*;
+
+    fn call_message(marker: Option<u64>) -> ClientJsonRpcMessage {
+        let mut request = ClientRequest::CallToolRequest(CallToolRequest::new(
+            CallToolRequestParams::new("echo"),
+        ));
+        let meta = request.get_meta_mut();
+        meta.set_progress_token(ProgressToken(NumberOrString::Number(7)));
+        if let Some(marker) = marker {
+            meta.0.0.insert(CALL_MARKER.into(), json!(marker));
+        }
+        meta.0
+            .0
+            .insert("brain.dev/scope".into(), json!({"call_id": "c1"}));
+        ClientJsonRpcMessage::request(request, NumberOrString::Number(1))
+    }
+
+    #[test]
+    fn claim_swaps_the_marker_for_the_call_token() {
+        let registry = Arc::new(Registry::default());
+        let state = Arc::new(CallState::new("c1", None, 10));
+        let registration = registry.register(state);
+        let mut message = call_message(Some(registration.key()));
+        assert!(registry.claim(&mut message).is_some());
+        let wire = serde_json::to_value(&message).unwrap();
+        assert_eq!(
+            wire["params"]["_meta"],
+            json!({"progressToken": "c1", "brain.dev/scope": {"call_id": "c1"}})
+        );
+        drop(registration);
+        assert_eq!(registry.len(), 0);
+        let _ = RequestMetaObject::new();
+    }
+
+    #[test]
+    fn unmarked_requests_are_left_alone() {
+        let registry = Arc::new(Registry::default());
+        let mut message = call_message(None);
+        assert!(registry.claim(&mut message).is_none());
+        let wire = serde_json::to_value(&message).unwrap();
+        assert_eq!(wire["params"]["_meta"]["progressToken"], json!(7));
+    }
+
+    #[test]
+    fn budget_overflow_is_signalled_once_past_the_limit() {
+        let state = CallState::new("c1", None, 10);
+        assert!(state.count(10));
+        assert!(!state.is_overflowed());
+        assert!(!state.count(1));
+        assert!(state.is_overflowed());
+    }
+}

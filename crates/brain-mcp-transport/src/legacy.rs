@@ -1,0 +1,200 @@
+//! The initialize era (up to 2025-11-25): a fresh session per call.
+//!
+//! `initialize` -> `notifications/initialized` -> `tools/call` -> `DELETE`, with no
+//! standalone GET stream. The result goes back to the caller as soon as it arrives; the
+//! session is closed afterwards by a background task the client owns (cancel notice first
+//! when the call was abandoned, then `DELETE`). When the handshake fails after the server
+//! issued a session, rmcp cannot delete it, so we do.
+
+use std::{sync::Arc, time::Duration};
+
+use rmcp::{
+    Peer, RoleClient,
+    model::RequestId,
+    service::{ClientInitializeError, RunningService, serve_client},
+    transport::{StreamableHttpClientTransport, streamable_http_client::StreamableHttpClient},
+};
+use tokio::time::Instant;
+use tokio_util::{sync::CancellationToken, task::TaskTracker};
+use tracing::Instrument;
+
+use crate::{
+    calls::{Failure, Registry},
+    client::McpClient,
+    endpoint::{Endpoint, HttpEndpoint},
+    error::{CallError, Delivery, ErrorKind, one_line},
+    handler::Handler,
+    http::{BackendConfig, HttpBackend, SessionTracker},
+    modern::transport_config,
+    run::{cancel_request, from_failure},
+};
+
+/// A handful of POSTs at once is all one call needs (the call, a cancel, a reply).
+const MAX_CONCURRENT_REQUESTS: usize = 4;
+
+/// A call's own session, open.
+pub(crate) struct Session {
+    running: RunningService<RoleClient, Handler>,
+    registry: Arc<Registry>,
+    closer: Closer,
+}
+
+impl Session {
+    pub(crate) fn peer(&self) -> &Peer<RoleClient> {
+        self.running.peer()
+    }
+
+    pub(crate) fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    /// What the transport recorded about requests that were not the call.
+    pub(crate) fn failure(&self) -> Option<Failure> {
+        self.closer.session.failure()
+    }
+
+    /// Closes the session in the background: the cancel notice for an abandoned request
+    /// first, then `DELETE`.
+    pub(crate) fn finish(self, tasks: &TaskTracker, abandoned: Option<(RequestId, &'static str)>) {
+        tasks.spawn(
+            self.closer
+                .close(Some(self.running), abandoned)
+                .in_current_span(),
+        );
+    }
+}
+
+/// Opens a session: `initialize` and `notifications/initialized`, within the deadline.
+pub(crate) async fn open(
+    client: &McpClient,
+    endpoint: &HttpEndpoint,
+    deadline: Instant,
+    cancel: &CancellationToken,
+) -> Result<Session, CallError> {
+    let inner = &client.inner;
+    let registry = Arc::new(Registry::default());
+    let lifetime = inner.shutdown.child_token();
+    let backend = HttpBackend::new(
+        inner.http.clone(),
+        Arc::clone(&registry),
+        lifetime.clone(),
+        BackendConfig {
+            standalone_stream: inner.options.standalone_stream,
+            max_response_bytes: inner.options.max_response_bytes,
+            max_resumes: inner.options.sse_reconnects,
+        },
+    );
+    let closer = Closer {
+        session: Arc::clone(backend.session()),
+        backend: backend.clone(),
+        lifetime,
+        endpoint: endpoint.clone(),
+        bound: inner.options.close_timeout,
+    };
+    let config = transport_config(endpoint, inner.options.sse_reconnects)
+        .max_concurrent_requests(MAX_CONCURRENT_REQUESTS);
+    let transport = StreamableHttpClientTransport::with_client(backend, config);
+    let opened = tokio::select! {
+        opened = serve_client(inner.handler.clone(), transport) => opened.map_err(Some),
+        () = tokio::time::sleep_until(deadline) => Err(None),
+        () = cancel.cancelled() => Err(None),
+    };
+    match opened {
+        Ok(running) => Ok(Session {
+            running,
+            registry,
+            closer,
+        }),
+        Err(error) => {
+            let session = Arc::clone(&closer.session);
+            inner
+                .tasks
+                .spawn(closer.close(None, None).in_current_span());
+            Err(match error {
+                Some(error) => open_error(&error, &session, &Endpoint::Http(endpoint.clone())),
+                None if cancel.is_cancelled() => {
+                    CallError::new(ErrorKind::Cancelled, Delivery::NotSent, "was cancelled")
+                }
+                None => CallError::new(ErrorKind::Timeout, Delivery::NotSent, "timed out"),
+            })
+        }
+    }
+}
+
+/// Closes a call's session after the call.
+struct Closer {
+    backend: HttpBackend,
+    session: Arc<SessionTracker>,
+    lifetime: CancellationToken,
+    endpoint: HttpEndpoint,
+    bound: Duration,
+}
+
+impl Closer {
+    async fn close(
+        self,
+        running: Option<RunningService<RoleClient, Handler>>,
+        abandoned: Option<(RequestId, &'static str)>,
+    ) {
+        if let Some(mut running) = running {
+            let bound = self.bound;
+            let _ = tokio::time::timeout(bound, async {
+                if let Some((id, reason)) = abandoned {
+                    cancel_request(running.peer(), id, reason, bound).await;
+                }
+                // Ends the worker, which sends the DELETE.
+                let _ = running.close_with_timeout(bound).await;
+            })
+            .await;
+        }
+        // Ends any request still in flight (a hung handshake, a stream).
+        self.lifetime.cancel();
+        // The session rmcp could not delete (the handshake failed after it was issued).
+        if let Some((session_id, headers)) = self.session.undeleted() {
+            let auth = self
+                .endpoint
+                .bearer
+                .as_ref()
+                .map(|bearer| bearer.expose().to_owned());
+            let _ = tokio::time::timeout(
+                self.bound,
+                self.backend.delete_session(
+                    Arc::from(self.endpoint.url.as_str()),
+                    session_id,
+                    auth,
+                    headers,
+                ),
+            )
+            .await;
+        }
+    }
+}
+
+/// Classifies a failed handshake. The call was never sent.
+pub(crate) fn open_error(
+    error: &ClientInitializeError,
+    session: &SessionTracker,
+    endpoint: &Endpoint,
+) -> CallError {
+    if let Some(failure) = session.failure() {
+        return from_failure(&failure, Delivery::NotSent, endpoint);
+    }
+    let detail = match error {
+        ClientInitializeError::JsonRpcError(data) => format!(
+            "the server refused initialize with JSON-RPC error {}: {}",
+            data.code.0,
+            one_line(&data.message, 200)
+        ),
+        ClientInitializeError::ConnectionClosed(_) => {
+            "the connection closed during the handshake".to_owned()
+        }
+        ClientInitializeError::TransportError { .. } => {
+            format!(
+                "could not complete the handshake with {}",
+                endpoint.describe()
+            )
+        }
+        _ => "the server's handshake was not valid MCP".to_owned(),
+    };
+    CallError::new(ErrorKind::Protocol, Delivery::NotSent, detail)
+}

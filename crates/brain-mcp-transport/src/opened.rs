@@ -1,0 +1,196 @@
+//! An open MCP context of any era, and the call flow on it: open, call once, close.
+
+use std::sync::Arc;
+
+use rmcp::{Peer, RoleClient, model::RequestId};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    calls::{CallState, Failure, Registry},
+    client::{EraPreference, McpClient},
+    endpoint::Endpoint,
+    error::{CallError, ErrorKind},
+    legacy,
+    modern::{self, ModernClient},
+    run::{
+        CallOutcome, CallRequest, Era, Stop, cancel_reason, cancel_request, classify, drive_call,
+    },
+    stdio,
+};
+
+/// What the context is for: a call may share a long-lived 2026-07-28 client; discovery
+/// gets a fresh one, so what it reports is what the server says now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Purpose {
+    Call,
+    Discovery,
+}
+
+/// An open MCP context.
+pub(crate) enum Opened {
+    Legacy(legacy::Session),
+    Shared(Arc<ModernClient>),
+    Owned(Arc<ModernClient>),
+    Stdio(stdio::Session),
+}
+
+impl Opened {
+    pub(crate) fn peer(&self) -> &Peer<RoleClient> {
+        match self {
+            Opened::Legacy(session) => session.peer(),
+            Opened::Shared(client) | Opened::Owned(client) => client.peer(),
+            Opened::Stdio(session) => session.peer(),
+        }
+    }
+
+    fn registry(&self) -> &Arc<Registry> {
+        match self {
+            Opened::Legacy(session) => session.registry(),
+            Opened::Shared(client) | Opened::Owned(client) => client.registry(),
+            Opened::Stdio(session) => session.registry(),
+        }
+    }
+
+    pub(crate) fn era(&self) -> Era {
+        match self {
+            Opened::Legacy(_) => Era::Legacy,
+            Opened::Shared(_) | Opened::Owned(_) => Era::Modern,
+            Opened::Stdio(session) => session.era(),
+        }
+    }
+
+    /// What the transport recorded about requests that were not a call's own.
+    pub(crate) fn failure(&self) -> Option<Failure> {
+        match self {
+            Opened::Legacy(session) => session.failure(),
+            Opened::Owned(client) => client.failure(),
+            Opened::Shared(_) | Opened::Stdio(_) => None,
+        }
+    }
+
+    /// Closes the context (in the background where that takes round trips), after
+    /// telling the server about an abandoned request.
+    pub(crate) async fn finish(
+        self,
+        client: &McpClient,
+        abandoned: Option<(RequestId, &'static str)>,
+    ) {
+        let options = &client.inner.options;
+        match self {
+            Opened::Legacy(session) => session.finish(&client.inner.tasks, abandoned),
+            Opened::Stdio(session) => {
+                session.finish(&client.inner.tasks, options.stdio_grace, abandoned);
+            }
+            Opened::Shared(modern) => {
+                // No round trip: rmcp closes the request's stream, this era's cancellation.
+                if let Some((id, reason)) = abandoned {
+                    cancel_request(modern.peer(), id, reason, options.close_timeout).await;
+                }
+            }
+            Opened::Owned(modern) => {
+                if let Some((id, reason)) = abandoned {
+                    cancel_request(modern.peer(), id, reason, options.close_timeout).await;
+                }
+                let bound = options.close_timeout;
+                client
+                    .inner
+                    .tasks
+                    .spawn(async move { modern.close(bound).await });
+            }
+        }
+    }
+}
+
+impl McpClient {
+    /// Opens an MCP context on the endpoint, in the era the options and the server allow.
+    pub(crate) async fn open(
+        &self,
+        endpoint: &Endpoint,
+        deadline: Instant,
+        cancel: &CancellationToken,
+        purpose: Purpose,
+    ) -> Result<Opened, CallError> {
+        let http = match endpoint {
+            Endpoint::Stdio(stdio) => {
+                return stdio::open(self, stdio, deadline, cancel)
+                    .await
+                    .map(Opened::Stdio);
+            }
+            Endpoint::Http(http) => http,
+        };
+        let era = self.inner.options.era;
+        if era != EraPreference::Legacy {
+            let modern = match purpose {
+                Purpose::Call => self
+                    .modern_client(http, deadline, cancel)
+                    .await?
+                    .map(Opened::Shared),
+                Purpose::Discovery => self
+                    .fresh_modern_client(http, deadline, cancel)
+                    .await?
+                    .map(Opened::Owned),
+            };
+            match modern {
+                Some(opened) => return Ok(opened),
+                None if era == EraPreference::Modern => return Err(modern::not_modern()),
+                None => {}
+            }
+        }
+        legacy::open(self, http, deadline, cancel)
+            .await
+            .map(Opened::Legacy)
+    }
+}
+
+/// One call: open, send once, stream progress, return; the context is closed after.
+pub(crate) async fn call(
+    client: &McpClient,
+    request: &CallRequest,
+) -> Result<CallOutcome, CallError> {
+    let mut opened = client
+        .open(
+            &request.endpoint,
+            request.deadline,
+            &request.cancel,
+            Purpose::Call,
+        )
+        .await?;
+    let state = Arc::new(CallState::new(
+        &request.progress_token,
+        request.progress.clone(),
+        request.max_output_bytes,
+    ));
+    let registration = opened.registry().register(Arc::clone(&state));
+    let outcome = drive_call(
+        opened.peer(),
+        &client.inner.handler,
+        registration.key(),
+        &state,
+        request,
+    )
+    .await;
+    drop(registration);
+    let era = opened.era();
+    let (result, abandoned) = match outcome {
+        Ok(result) => (Ok(CallOutcome { result, era }), None),
+        Err(stopped) => {
+            let mut error = classify(&stopped.stop, &state, opened.failure(), &request.endpoint);
+            if let (Opened::Stdio(session), Stop::Failed(_)) = (&mut opened, &stopped.stop)
+                && error.kind() == ErrorKind::Protocol
+            {
+                let detail = session.explain().await;
+                error = error.with_detail_suffix(&detail);
+            }
+            let abandoned = match stopped.stop {
+                Stop::Timeout | Stop::Cancelled | Stop::Overflow => stopped
+                    .in_flight
+                    .map(|id| (id, cancel_reason(&stopped.stop))),
+                Stop::Failed(_) | Stop::InputRefused(_) => None,
+            };
+            (Err(error), abandoned)
+        }
+    };
+    opened.finish(client, abandoned).await;
+    result
+}

@@ -1,0 +1,318 @@
+//! The initialize era: a session per call, closed on every path.
+
+use std::time::Duration;
+
+use brain_mcp_testkit::{Era, HttpFault, ServerOptions, TestServer};
+use brain_mcp_transport::{Delivery, Endpoint, EraPreference, ErrorKind};
+use serde_json::json;
+
+use crate::support::{GRACE, call, client, request, run};
+
+async fn server() -> (TestServer, Endpoint) {
+    let server = TestServer::start(ServerOptions {
+        era: Era::Legacy,
+        ..ServerOptions::default()
+    })
+    .await
+    .unwrap();
+    let endpoint = Endpoint::http(server.url(), None);
+    (server, endpoint)
+}
+
+#[tokio::test]
+async fn one_session_per_call_four_requests_and_no_get_stream() {
+    let (server, endpoint) = server().await;
+    let client = client(EraPreference::Legacy);
+    for i in 0..3 {
+        let ran = call(
+            &client,
+            &endpoint,
+            "echo",
+            json!({"message": format!("hi {i}")}),
+        )
+        .await;
+        assert_eq!(ran.text(), format!("hi {i}"));
+    }
+    let seen = server
+        .wait_for(|c| c.sessions_closed == 3, Duration::from_secs(5))
+        .await;
+    assert_eq!(seen.sessions_opened, 3);
+    assert_eq!(seen.open_sessions(), 0);
+    assert_eq!(seen.method("initialize"), 3);
+    assert_eq!(seen.method("notifications/initialized"), 3);
+    assert_eq!(seen.method("tools/call"), 3);
+    assert_eq!(seen.deletes, 3);
+    assert_eq!(
+        seen.standalone_gets, 0,
+        "no standalone GET for a one-call session"
+    );
+    assert_eq!(seen.http_posts + seen.deletes, 12, "4 requests per call");
+    client.shutdown(Duration::from_secs(5)).await;
+    assert_eq!(client.stats().background_tasks, 0);
+}
+
+#[tokio::test]
+async fn the_call_id_is_the_progress_token_and_progress_comes_before_the_result() {
+    let (server, endpoint) = server().await;
+    let client = client(EraPreference::Legacy);
+    let mut meta = serde_json::Map::new();
+    meta.insert(
+        "brain.dev/scope".into(),
+        json!({"tenant_id": "t", "session_id": "s", "call_id": "call-7"}),
+    );
+    let ran = run(
+        &client,
+        request(
+            &endpoint,
+            "progress",
+            json!({"steps": 5, "delay_ms": 5}),
+            "call-7",
+            Duration::from_secs(10),
+        )
+        .meta(meta),
+    )
+    .await;
+    assert_eq!(ran.text(), "done");
+    let steps: Vec<f64> = ran.progress.iter().map(|p| p.progress).collect();
+    assert_eq!(steps, [1.0, 2.0, 3.0, 4.0, 5.0]);
+    assert_eq!(ran.progress[4].total, Some(5.0));
+    assert_eq!(ran.progress[0].message.as_deref(), Some("step 1"));
+    let meta = &server.counters().call_meta[0];
+    assert_eq!(meta["progressToken"], "call-7");
+    assert_eq!(meta["brain.dev/scope"]["call_id"], "call-7");
+    assert!(
+        meta.get("brain.dev/internal-call-key").is_none(),
+        "the marker never reaches the wire: {meta}"
+    );
+}
+
+#[tokio::test]
+async fn timeout_cancels_the_call_and_still_deletes_the_session() {
+    let (server, endpoint) = server().await;
+    let client = client(EraPreference::Legacy);
+    let ran = run(
+        &client,
+        request(
+            &endpoint,
+            "sleep",
+            json!({"ms": 10_000}),
+            "c1",
+            Duration::from_millis(400),
+        ),
+    )
+    .await;
+    assert_eq!(ran.error().kind(), ErrorKind::Timeout);
+    assert_eq!(ran.error().delivery(), Delivery::Unknown);
+    assert!(
+        ran.elapsed < Duration::from_millis(400) + GRACE,
+        "{:?}",
+        ran.elapsed
+    );
+    let seen = server
+        .wait_for(
+            |c| c.sessions_closed == 1 && c.cancellations == 1,
+            Duration::from_secs(5),
+        )
+        .await;
+    assert_eq!(
+        seen.cancellations, 1,
+        "notifications/cancelled reached the server"
+    );
+    assert_eq!(seen.deletes, 1);
+    assert_eq!(seen.method("tools/call"), 1);
+    let seen = server
+        .wait_for(|c| c.handler_cancellations == 1, Duration::from_secs(5))
+        .await;
+    assert_eq!(seen.handler_cancellations, 1);
+}
+
+#[tokio::test]
+async fn caller_cancel_sends_cancelled_then_delete() {
+    let (server, endpoint) = server().await;
+    let client = client(EraPreference::Legacy);
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let trigger = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        trigger.cancel();
+    });
+    let ran = run(
+        &client,
+        request(&endpoint, "hang", json!({}), "c1", Duration::from_secs(10)).cancel(cancel),
+    )
+    .await;
+    assert_eq!(ran.error().kind(), ErrorKind::Cancelled);
+    assert_eq!(ran.error().delivery(), Delivery::Unknown);
+    let seen = server
+        .wait_for(
+            |c| c.sessions_closed == 1 && c.cancellations == 1,
+            Duration::from_secs(5),
+        )
+        .await;
+    assert_eq!((seen.cancellations, seen.deletes), (1, 1));
+}
+
+#[tokio::test]
+async fn output_over_budget_stops_reading_and_closes() {
+    let (server, endpoint) = server().await;
+    let client = client(EraPreference::Legacy);
+    let ran = run(
+        &client,
+        request(
+            &endpoint,
+            "big",
+            json!({"bytes": 4_000_000}),
+            "c1",
+            Duration::from_secs(10),
+        )
+        .max_output_bytes(100_000),
+    )
+    .await;
+    assert_eq!(ran.error().kind(), ErrorKind::OutputTooLarge);
+    assert_eq!(ran.error().delivery(), Delivery::Unknown);
+    let seen = server
+        .wait_for(|c| c.sessions_closed == 1, Duration::from_secs(5))
+        .await;
+    assert_eq!(seen.open_sessions(), 0);
+    // Within budget, the same tool is fine.
+    let ran = run(
+        &client,
+        request(
+            &endpoint,
+            "big",
+            json!({"bytes": 50_000}),
+            "c2",
+            Duration::from_secs(10),
+        )
+        .max_output_bytes(100_000),
+    )
+    .await;
+    assert_eq!(ran.text().len(), 50_000);
+}
+
+#[tokio::test]
+async fn tool_errors_images_and_structured_content_come_back_verbatim() {
+    let (_server, endpoint) = server().await;
+    let client = client(EraPreference::Legacy);
+    let error = call(&client, &endpoint, "error", json!({})).await;
+    assert_eq!(error.result()["isError"], true);
+    assert_eq!(error.text(), "the tool failed on purpose");
+    let image = call(&client, &endpoint, "image", json!({})).await;
+    assert_eq!(image.result()["content"][0]["mimeType"], "image/png");
+    let structured = call(&client, &endpoint, "structured", json!({"city": "Oslo"})).await;
+    assert_eq!(structured.result()["structuredContent"]["city"], "Oslo");
+}
+
+#[tokio::test]
+async fn a_server_request_mid_call_is_refused_and_the_call_goes_on() {
+    let (_server, endpoint) = server().await;
+    let client = client(EraPreference::Legacy);
+    let ran = call(&client, &endpoint, "ask", json!({})).await;
+    assert_eq!(ran.text(), "asked");
+}
+
+#[tokio::test]
+async fn progress_after_the_result_is_dropped() {
+    let (_server, endpoint) = server().await;
+    let client = client(EraPreference::Legacy);
+    let ran = call(&client, &endpoint, "progress_after_result", json!({})).await;
+    assert_eq!(ran.text(), "done");
+    assert!(ran.progress.is_empty());
+}
+
+#[tokio::test]
+async fn a_dropped_stream_is_a_protocol_error_and_the_call_is_not_retried() {
+    let (server, endpoint) = server().await;
+    let client = client(EraPreference::Legacy);
+    let ran = call(
+        &client,
+        &endpoint,
+        "drop_mid_stream",
+        json!({"after_progress": 2}),
+    )
+    .await;
+    assert_eq!(ran.error().kind(), ErrorKind::Protocol, "{}", ran.error());
+    assert_eq!(ran.error().delivery(), Delivery::Unknown);
+    assert_eq!(ran.progress.len(), 2);
+    let seen = server
+        .wait_for(|c| c.sessions_closed == 1, Duration::from_secs(5))
+        .await;
+    assert_eq!(seen.method("tools/call"), 1, "never retried");
+}
+
+#[tokio::test]
+async fn faults_before_the_call_are_not_sent() {
+    let (server, _) = server().await;
+    let client = client(EraPreference::Legacy);
+    for (fault, kind, status) in [
+        (HttpFault::Status401, ErrorKind::HttpStatus, Some(401)),
+        (HttpFault::Status500Html, ErrorKind::HttpStatus, Some(500)),
+        (HttpFault::WrongContentType, ErrorKind::Protocol, None),
+        (HttpFault::MalformedJson, ErrorKind::Protocol, None),
+    ] {
+        let endpoint = Endpoint::http(server.fault_url(fault), None);
+        let ran = call(&client, &endpoint, "echo", json!({"message": "x"})).await;
+        assert_eq!(ran.error().kind(), kind, "{fault:?}: {}", ran.error());
+        assert_eq!(ran.error().status(), status, "{fault:?}");
+        assert_eq!(ran.error().delivery(), Delivery::NotSent, "{fault:?}");
+    }
+    assert_eq!(server.counters().method("tools/call"), 0);
+}
+
+#[tokio::test]
+async fn a_server_that_never_answers_times_out_within_the_deadline() {
+    let (server, _) = server().await;
+    let client = client(EraPreference::Legacy);
+    let endpoint = Endpoint::http(server.fault_url(HttpFault::Hang), None);
+    let ran = run(
+        &client,
+        request(
+            &endpoint,
+            "echo",
+            json!({"message": "x"}),
+            "c1",
+            Duration::from_millis(300),
+        ),
+    )
+    .await;
+    assert_eq!(ran.error().kind(), ErrorKind::Timeout);
+    assert_eq!(ran.error().delivery(), Delivery::NotSent);
+    assert!(
+        ran.elapsed < Duration::from_millis(300) + GRACE,
+        "{:?}",
+        ran.elapsed
+    );
+    client.shutdown(Duration::from_secs(5)).await;
+    assert_eq!(
+        client.stats().background_tasks,
+        0,
+        "the hung request was ended"
+    );
+}
+
+#[tokio::test]
+async fn connection_refused_is_connect_not_sent() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    drop(listener);
+    let client = client(EraPreference::Legacy);
+    let ran = call(&client, &Endpoint::http(url, None), "echo", json!({})).await;
+    assert_eq!(ran.error().kind(), ErrorKind::Connect);
+    assert_eq!(ran.error().delivery(), Delivery::NotSent);
+}
+
+#[tokio::test]
+async fn the_bearer_is_sent_on_every_request() {
+    let (server, _) = server().await;
+    let client = client(EraPreference::Legacy);
+    let endpoint = Endpoint::http(
+        server.url(),
+        Some(brain_mcp_transport::Secret::new("tok-123")),
+    );
+    let ran = call(&client, &endpoint, "echo", json!({"message": "x"})).await;
+    assert_eq!(ran.text(), "x");
+    assert_eq!(
+        server.counters().call_headers[0]["authorization"],
+        "Bearer tok-123"
+    );
+}

@@ -1,0 +1,183 @@
+//! stdio servers: a process per call, its group killed after.
+
+use std::time::Duration;
+
+use brain_mcp_transport::{
+    Delivery, Endpoint, Era as Served, EraPreference, ErrorKind, StdioEndpoint,
+};
+use serde_json::json;
+
+use crate::support::{GRACE, call, client, request, run, stdio_server};
+
+fn server(args: &[&str]) -> Endpoint {
+    Endpoint::Stdio(StdioEndpoint::new(stdio_server(), args.iter().copied()))
+}
+
+fn alive(pid: i32) -> bool {
+    nix_alive(pid)
+}
+
+fn nix_alive(pid: i32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .unwrap_or_default()
+            .contains(") Z ")
+}
+
+#[tokio::test]
+async fn echo_progress_and_errors_over_stdio_in_both_eras() {
+    for (args, era) in [
+        (vec!["--era", "legacy"], Served::Legacy),
+        (vec!["--era", "modern"], Served::Modern),
+        (vec!["--era", "both"], Served::Legacy),
+    ] {
+        let client = client(EraPreference::Auto);
+        let endpoint = server(&args);
+        let ran = call(&client, &endpoint, "echo", json!({"message": "hi"})).await;
+        assert_eq!(ran.text(), "hi", "{args:?}");
+        assert_eq!(ran.outcome.as_ref().unwrap().era, era, "{args:?}");
+        let ran = call(
+            &client,
+            &endpoint,
+            "progress",
+            json!({"steps": 3, "delay_ms": 1}),
+        )
+        .await;
+        assert_eq!(ran.progress.len(), 3, "{args:?}");
+        let ran = call(&client, &endpoint, "error", json!({})).await;
+        assert_eq!(ran.result()["isError"], true);
+        client.shutdown(Duration::from_secs(10)).await;
+        assert_eq!(
+            client.stats().child_processes,
+            0,
+            "every child reaped ({args:?})"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_missing_command_is_connect_not_sent() {
+    let client = client(EraPreference::Auto);
+    let endpoint = Endpoint::stdio("/nonexistent/brain-no-such-server", Vec::<String>::new());
+    let ran = call(&client, &endpoint, "echo", json!({})).await;
+    assert_eq!(ran.error().kind(), ErrorKind::Connect);
+    assert_eq!(ran.error().delivery(), Delivery::NotSent);
+    assert!(
+        ran.error().detail().contains("not found"),
+        "{}",
+        ran.error()
+    );
+}
+
+#[tokio::test]
+async fn a_server_that_exits_before_its_handshake_says_how() {
+    let client = client(EraPreference::Legacy);
+    let ran = call(
+        &client,
+        &server(&["--exit-before-handshake"]),
+        "echo",
+        json!({}),
+    )
+    .await;
+    assert_eq!(ran.error().kind(), ErrorKind::Connect);
+    assert_eq!(ran.error().delivery(), Delivery::NotSent);
+    assert!(
+        ran.error().detail().contains("exit status: 3"),
+        "{}",
+        ran.error()
+    );
+}
+
+#[tokio::test]
+async fn timeout_kills_the_process_group_including_grandchildren() {
+    let dir = tempdir();
+    let pidfile = dir.join("grandchild.pid");
+    let client = client(EraPreference::Legacy);
+    let endpoint = server(&[
+        "--ignore-stdin-close",
+        "--spawn-grandchild",
+        pidfile.to_str().unwrap(),
+    ]);
+    let ran = run(
+        &client,
+        request(
+            &endpoint,
+            "hang",
+            json!({}),
+            "c1",
+            Duration::from_millis(500),
+        ),
+    )
+    .await;
+    assert_eq!(ran.error().kind(), ErrorKind::Timeout);
+    assert!(
+        ran.elapsed < Duration::from_millis(500) + GRACE,
+        "{:?}",
+        ran.elapsed
+    );
+    client.shutdown(Duration::from_secs(10)).await;
+    assert_eq!(client.stats().child_processes, 0);
+    let grandchild: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    for _ in 0..50 {
+        if !alive(grandchild) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("grandchild {grandchild} outlived the call");
+}
+
+#[tokio::test]
+async fn a_flood_of_stderr_does_not_block_the_call() {
+    let client = client(EraPreference::Legacy);
+    let ran = call(
+        &client,
+        &server(&["--flood-stderr"]),
+        "echo",
+        json!({"message": "through"}),
+    )
+    .await;
+    assert_eq!(ran.text(), "through");
+}
+
+#[tokio::test]
+async fn output_over_budget_over_stdio() {
+    let client = client(EraPreference::Legacy);
+    let ran = run(
+        &client,
+        request(
+            &server(&[]),
+            "big",
+            json!({"bytes": 2_000_000}),
+            "c1",
+            Duration::from_secs(10),
+        )
+        .max_output_bytes(50_000),
+    )
+    .await;
+    assert_eq!(ran.error().kind(), ErrorKind::OutputTooLarge);
+}
+
+#[tokio::test]
+async fn exit_mid_call_is_protocol_unknown() {
+    let client = client(EraPreference::Legacy);
+    let ran = call(
+        &client,
+        &server(&["--exit-mid-call"]),
+        "echo",
+        json!({"message": "x"}),
+    )
+    .await;
+    assert_eq!(ran.error().kind(), ErrorKind::Protocol, "{}", ran.error());
+    assert_eq!(ran.error().delivery(), Delivery::Unknown);
+}
+
+fn tempdir() -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("brain-transport-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}

@@ -1,0 +1,108 @@
+//! Helpers: run a call and collect its progress; build the stdio testkit once.
+
+use std::{
+    process::Command,
+    sync::OnceLock,
+    time::{Duration, Instant},
+};
+
+use brain_mcp_transport::{
+    CallError, CallOutcome, CallRequest, ClientOptions, Endpoint, EraPreference, McpClient,
+    Progress,
+};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+/// A call's outcome, its progress, and how long it took.
+pub(crate) struct Ran {
+    pub(crate) outcome: Result<CallOutcome, CallError>,
+    pub(crate) progress: Vec<Progress>,
+    pub(crate) elapsed: Duration,
+}
+
+impl Ran {
+    pub(crate) fn result(&self) -> &Value {
+        &self.outcome.as_ref().expect("the call succeeds").result
+    }
+
+    pub(crate) fn error(&self) -> &CallError {
+        self.outcome.as_ref().expect_err("the call fails")
+    }
+
+    pub(crate) fn text(&self) -> &str {
+        self.result()["content"][0]["text"]
+            .as_str()
+            .expect("a text block")
+    }
+}
+
+pub(crate) fn client(era: EraPreference) -> McpClient {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
+    McpClient::new(ClientOptions::default().era(era))
+}
+
+pub(crate) fn request(
+    endpoint: &Endpoint,
+    tool: &str,
+    arguments: Value,
+    call_id: &str,
+    timeout: Duration,
+) -> CallRequest {
+    CallRequest::new(endpoint.clone(), tool, call_id, timeout)
+        .arguments(arguments.as_object().cloned().unwrap_or_default())
+}
+
+/// Runs a call; the progress channel is read after the result, so everything in it was
+/// delivered before the call returned.
+pub(crate) async fn run(client: &McpClient, request: CallRequest) -> Ran {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let started = Instant::now();
+    let outcome = client.call(request.progress(tx)).await;
+    let elapsed = started.elapsed();
+    let mut progress = Vec::new();
+    while let Ok(update) = rx.try_recv() {
+        progress.push(update);
+    }
+    Ran {
+        outcome,
+        progress,
+        elapsed,
+    }
+}
+
+pub(crate) async fn call(
+    client: &McpClient,
+    endpoint: &Endpoint,
+    tool: &str,
+    arguments: Value,
+) -> Ran {
+    run(
+        client,
+        request(endpoint, tool, arguments, "c1", Duration::from_secs(10)),
+    )
+    .await
+}
+
+/// The stdio testkit binary, built once per test run.
+pub(crate) fn stdio_server() -> String {
+    static BUILT: OnceLock<String> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let status = Command::new(cargo)
+                .args(["build", "--quiet", "-p", "brain-mcp-testkit", "--bins"])
+                .status()
+                .expect("cargo runs");
+            assert!(status.success(), "building the testkit binaries failed");
+            brain_mcp_testkit::stdio_binary_path()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .clone()
+}
+
+/// A deadline plus the grace a failing call may take to say so.
+pub(crate) const GRACE: Duration = Duration::from_millis(750);

@@ -1,0 +1,65 @@
+//! The host's executor for HTTP and SSE tools (bindings without `mcp_tool`).
+
+use std::time::Instant;
+
+use async_trait::async_trait;
+use brain_mcp_transport::{Progress, Secret};
+use brain_tools_events::{CallHeader, ContentBlock, ToolError};
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// One call of an HTTP tool, after the check passed.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct HttpToolCall {
+    /// Who calls what.
+    pub header: CallHeader,
+    /// The binding's `url`.
+    pub url: String,
+    /// The token from the binding's `token_env`, read at call time.
+    pub token: Option<Secret>,
+    /// The validated arguments.
+    pub arguments: Value,
+    /// Whether the binding asks for session inspection.
+    pub inspect_session: bool,
+    /// When the call must be over (the host also enforces it).
+    pub deadline: Instant,
+    /// Bound on the response's bytes.
+    pub max_output_bytes: u64,
+    /// Cancelled when the caller cancels or the deadline passes.
+    pub cancel: CancellationToken,
+    /// Progress to report as `tool.progress` events.
+    pub progress: mpsc::UnboundedSender<Progress>,
+}
+
+/// What an HTTP tool returned.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct HttpToolOutput {
+    /// What the model reads.
+    pub content: Vec<ContentBlock>,
+    /// Whether the tool reported an error.
+    pub is_error: bool,
+    /// Structured output, validated against the binding's `output_schema`.
+    pub structured: Option<Value>,
+}
+
+impl HttpToolOutput {
+    /// An output.
+    pub fn new(content: Vec<ContentBlock>, is_error: bool, structured: Option<Value>) -> Self {
+        Self {
+            content,
+            is_error,
+            structured,
+        }
+    }
+}
+
+/// Runs HTTP and SSE tools for a [`crate::ToolHost`]. None is built in: the host
+/// supplies its own.
+#[async_trait]
+pub trait HttpToolExecutor: Send + Sync + std::fmt::Debug {
+    /// Runs one call. An `Err` becomes the call's failed `tool.result`.
+    async fn execute(&self, call: HttpToolCall) -> Result<HttpToolOutput, ToolError>;
+}

@@ -1,0 +1,552 @@
+//! The five-step call path.
+
+use std::{
+    fmt,
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use brain_mcp_transport::{
+    CallError, CallRequest, ClientOptions, Endpoint, McpClient, Progress, Secret, StdioEndpoint,
+};
+use brain_tools_config::{HostConfig, JsonObject, McpServer, Target, ToolBinding};
+use brain_tools_events::{
+    CallHeader, Delivery, ErrorKind, McpResult, ResultEvent, ToolError, ToolEvent,
+};
+use brain_tools_policy::{Allowed, Denied, Policy, PolicyError};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tracing::{Instrument, field};
+
+use crate::{
+    executor::{HttpToolCall, HttpToolExecutor, HttpToolOutput},
+    sink::EventSink,
+};
+
+/// The identity of a call: whose session, which call. The call ID is also the MCP
+/// progress token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CallScope {
+    /// The session's tenant.
+    pub tenant_id: String,
+    /// The session.
+    pub session_id: String,
+    /// The call.
+    pub call_id: String,
+}
+
+impl CallScope {
+    /// A scope.
+    pub fn new(
+        tenant_id: impl Into<String>,
+        session_id: impl Into<String>,
+        call_id: impl Into<String>,
+    ) -> Self {
+        Self {
+            tenant_id: tenant_id.into(),
+            session_id: session_id.into(),
+            call_id: call_id.into(),
+        }
+    }
+
+    fn header(&self, tool: &str) -> CallHeader {
+        CallHeader::new(&self.tenant_id, &self.session_id, &self.call_id, tool)
+    }
+}
+
+/// A tool as a model sees it.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ModelTool {
+    /// The name the model calls it by.
+    pub name: String,
+    /// What the model reads about it.
+    pub description: String,
+    /// The JSON Schema of its arguments, verbatim.
+    pub input_schema: JsonObject,
+}
+
+/// A config that cannot become a host (a schema that does not compile; loading a config
+/// from JSON already rules that out).
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct BuildError(#[from] PolicyError);
+
+type TokenSource = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+/// Builds a [`ToolHost`].
+pub struct ToolHostBuilder {
+    config: HostConfig,
+    client: Option<McpClient>,
+    executor: Option<Arc<dyn HttpToolExecutor>>,
+    tokens: TokenSource,
+}
+
+impl fmt::Debug for ToolHostBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolHostBuilder")
+            .field("tools", &self.config.tools.len())
+            .field("client", &self.client)
+            .field("executor", &self.executor)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolHostBuilder {
+    /// Shares an existing MCP client (one per process is the intent).
+    pub fn client(mut self, client: McpClient) -> Self {
+        self.client = Some(client);
+        self
+    }
+
+    /// The executor for HTTP and SSE tools.
+    pub fn http_executor(mut self, executor: Arc<dyn HttpToolExecutor>) -> Self {
+        self.executor = Some(executor);
+        self
+    }
+
+    /// Where tokens come from (default: the process environment, read at call time).
+    pub fn token_source(
+        mut self,
+        tokens: impl Fn(&str) -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
+        self.tokens = Arc::new(tokens);
+        self
+    }
+
+    /// Compiles the policy and builds the host.
+    pub fn build(self) -> Result<ToolHost, BuildError> {
+        let policy = Policy::new(&self.config)?;
+        Ok(ToolHost {
+            inner: Arc::new(Inner {
+                policy,
+                client: self
+                    .client
+                    .unwrap_or_else(|| McpClient::new(ClientOptions::default())),
+                executor: self.executor,
+                tokens: self.tokens,
+            }),
+        })
+    }
+}
+
+/// Runs tool calls for model sessions. Cheap to clone; clones share everything.
+#[derive(Clone)]
+pub struct ToolHost {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    policy: Policy,
+    client: McpClient,
+    executor: Option<Arc<dyn HttpToolExecutor>>,
+    tokens: TokenSource,
+}
+
+impl fmt::Debug for ToolHost {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolHost")
+            .field("policy", &self.inner.policy)
+            .field("client", &self.inner.client)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolHost {
+    /// A host for a config, with its own MCP client and no HTTP executor.
+    pub fn new(config: &HostConfig) -> Result<Self, BuildError> {
+        Self::builder(config.clone()).build()
+    }
+
+    /// A builder, to share a client, add an HTTP executor or a token source.
+    pub fn builder(config: HostConfig) -> ToolHostBuilder {
+        ToolHostBuilder {
+            config,
+            client: None,
+            executor: None,
+            tokens: Arc::new(|name| std::env::var(name).ok()),
+        }
+    }
+
+    /// The MCP client the host uses.
+    pub fn client(&self) -> &McpClient {
+        &self.inner.client
+    }
+
+    /// The tools a tenant's model may see, in config order.
+    pub fn tools_for(&self, tenant: &str) -> Vec<ModelTool> {
+        self.inner
+            .policy
+            .tools_for(tenant)
+            .map(|binding| ModelTool {
+                name: binding.name.clone(),
+                description: binding.description.clone(),
+                input_schema: binding.input_schema.clone(),
+            })
+            .collect()
+    }
+
+    /// Runs one call. `sink` receives every `tool.progress` and then the one
+    /// `tool.result`, which is also returned. Never panics on bad input, and returns
+    /// within the tool's timeout (plus the time to say so).
+    pub async fn call(
+        &self,
+        scope: &CallScope,
+        tool: &str,
+        arguments: Value,
+        cancel: CancellationToken,
+        sink: &dyn EventSink,
+    ) -> ResultEvent {
+        let span = tracing::info_span!(
+            "tool_call",
+            tenant = %scope.tenant_id,
+            session = %scope.session_id,
+            call = %scope.call_id,
+            tool = %tool,
+            outcome = field::Empty,
+            delivery = field::Empty,
+            duration_ms = field::Empty,
+        );
+        let started = Instant::now();
+        let result = self
+            .run(scope, tool, arguments, cancel, sink)
+            .instrument(span.clone())
+            .await;
+        let outcome = match &result.error {
+            Some(error) => error.kind.as_str(),
+            None => "ok",
+        };
+        span.record("outcome", outcome);
+        if let Some(error) = &result.error {
+            span.record("delivery", error.delivery.as_str());
+        }
+        span.record("duration_ms", started.elapsed().as_millis() as u64);
+        span.in_scope(|| tracing::info!(outcome, "tool call finished"));
+        sink.emit(ToolEvent::Result(result.clone()));
+        result
+    }
+
+    async fn run(
+        &self,
+        scope: &CallScope,
+        tool: &str,
+        arguments: Value,
+        cancel: CancellationToken,
+        sink: &dyn EventSink,
+    ) -> ResultEvent {
+        let header = scope.header(tool);
+        // Step 1: check. Nothing touches the network before this passes.
+        let allowed = match self.inner.policy.check(&scope.tenant_id, tool, &arguments) {
+            Ok(allowed) => allowed,
+            Err(Denied::UnknownTool { .. }) => {
+                return failure(
+                    header,
+                    ErrorKind::UnknownTool,
+                    Delivery::NotSent,
+                    format!("there is no tool named {tool}"),
+                );
+            }
+            Err(Denied::InvalidArguments { violations, .. }) => {
+                return failure(
+                    header,
+                    ErrorKind::InvalidArguments,
+                    Delivery::NotSent,
+                    format!(
+                        "{tool} was not called because its arguments are invalid: {violations}"
+                    ),
+                );
+            }
+            Err(_) => {
+                return failure(
+                    header,
+                    ErrorKind::UnknownTool,
+                    Delivery::NotSent,
+                    format!("there is no tool named {tool}"),
+                );
+            }
+        };
+        let binding = allowed.binding().clone();
+        let limits = allowed.limits();
+        let (progress_tx, progress_rx) = mpsc::unbounded_channel();
+        let outcome = match &binding.target {
+            Target::Mcp(mcp) => {
+                let (endpoint, token) = match self.endpoint(&mcp.server, tool) {
+                    Ok(endpoint) => endpoint,
+                    Err(error) => return ResultEvent::failure(header, error),
+                };
+                let request =
+                    CallRequest::new(endpoint, &mcp.mcp_tool, &scope.call_id, limits.timeout)
+                        .arguments(arguments.as_object().cloned().unwrap_or_default())
+                        .meta(scope_meta(scope))
+                        .max_output_bytes(
+                            usize::try_from(limits.max_output_bytes).unwrap_or(usize::MAX),
+                        )
+                        .cancel(cancel)
+                        .progress(progress_tx);
+                let call = self.inner.client.call(request);
+                let outcome = stream(call, progress_rx, &header, sink).await;
+                outcome
+                    .map(|outcome| McpResult::from_value(&outcome.result))
+                    .map_err(|error| call_failure(tool, &binding, &error, token.as_ref()))
+            }
+            Target::Http(http) => {
+                let Some(executor) = self.inner.executor.clone() else {
+                    return failure(
+                        header,
+                        ErrorKind::Executor,
+                        Delivery::NotSent,
+                        format!(
+                            "{tool} is an HTTP tool and this host has no executor for HTTP tools"
+                        ),
+                    );
+                };
+                let token = match &http.token_env {
+                    Some(variable) => match (self.inner.tokens)(variable) {
+                        Some(token) => Some(Secret::new(token)),
+                        None => return ResultEvent::failure(header, missing_token(tool, variable)),
+                    },
+                    None => None,
+                };
+                let call = HttpToolCall {
+                    header: header.clone(),
+                    url: http.url.clone(),
+                    token,
+                    arguments,
+                    inspect_session: http.inspect_session.unwrap_or(false),
+                    deadline: Instant::now() + limits.timeout,
+                    max_output_bytes: limits.max_output_bytes,
+                    cancel: cancel.child_token(),
+                    progress: progress_tx,
+                };
+                let executing = run_http(executor, call, limits.timeout, cancel, tool);
+                stream(executing, progress_rx, &header, sink)
+                    .await
+                    .map(|output: HttpToolOutput| {
+                        let mut result = McpResult::from_value(&json!({}));
+                        result.content = output.content;
+                        result.is_error = output.is_error;
+                        result.structured = output.structured;
+                        result
+                    })
+            }
+            _ => {
+                return failure(
+                    header,
+                    ErrorKind::Executor,
+                    Delivery::NotSent,
+                    format!("{tool} is a kind of binding this host does not know"),
+                );
+            }
+        };
+        match outcome {
+            Ok(result) => finish(header, tool, &allowed, result),
+            Err(error) => ResultEvent::failure(header, error),
+        }
+    }
+
+    /// The endpoint of an MCP server, with the token read now (rotation needs no restart).
+    fn endpoint(
+        &self,
+        server: &McpServer,
+        tool: &str,
+    ) -> Result<(Endpoint, Option<Secret>), ToolError> {
+        match server {
+            McpServer::Http { url, token_env } => {
+                let bearer = match token_env {
+                    Some(variable) => match (self.inner.tokens)(variable) {
+                        Some(token) if !token.is_empty() => Some(Secret::new(token)),
+                        _ => return Err(missing_token(tool, variable)),
+                    },
+                    None => None,
+                };
+                Ok((Endpoint::http(url.clone(), bearer.clone()), bearer))
+            }
+            McpServer::Stdio(command) => {
+                let mut endpoint = StdioEndpoint::new(&command.program, &command.args);
+                for (key, value) in &command.env {
+                    endpoint = endpoint.env(key, value);
+                }
+                if let Some(cwd) = &command.cwd {
+                    endpoint = endpoint.cwd(cwd);
+                }
+                Ok((Endpoint::Stdio(endpoint), None))
+            }
+            _ => Err(ToolError::new(
+                ErrorKind::Executor,
+                Delivery::NotSent,
+                format!("{tool} uses a kind of MCP server this host does not know"),
+            )),
+        }
+    }
+}
+
+fn scope_meta(scope: &CallScope) -> JsonObject {
+    let mut meta = JsonObject::new();
+    meta.insert(
+        "brain.dev/scope".to_owned(),
+        json!({
+            "tenant_id": scope.tenant_id,
+            "session_id": scope.session_id,
+            "call_id": scope.call_id,
+        }),
+    );
+    meta
+}
+
+/// Forwards progress as `tool.progress` events while the call runs, then every progress
+/// left in the channel: all progress is emitted before the result.
+async fn stream<T>(
+    call: impl Future<Output = T>,
+    mut progress: mpsc::UnboundedReceiver<Progress>,
+    header: &CallHeader,
+    sink: &dyn EventSink,
+) -> T {
+    let emit = |update: Progress| {
+        sink.emit(ToolEvent::progress(
+            header.clone(),
+            update.progress,
+            update.total,
+            update.message,
+        ));
+    };
+    let mut call = std::pin::pin!(call);
+    let outcome = loop {
+        tokio::select! {
+            biased;
+            Some(update) = progress.recv() => emit(update),
+            outcome = &mut call => break outcome,
+        }
+    };
+    while let Ok(update) = progress.try_recv() {
+        emit(update);
+    }
+    outcome
+}
+
+async fn run_http(
+    executor: Arc<dyn HttpToolExecutor>,
+    call: HttpToolCall,
+    timeout: Duration,
+    cancel: CancellationToken,
+    tool: &str,
+) -> Result<HttpToolOutput, ToolError> {
+    let inner_cancel = call.cancel.clone();
+    let outcome = tokio::select! {
+        outcome = executor.execute(call) => outcome,
+        () = tokio::time::sleep(timeout) => Err(ToolError::new(
+            ErrorKind::Timeout,
+            Delivery::Unknown,
+            format!("{tool} timed out after {} s", timeout.as_secs()),
+        )),
+        () = cancel.cancelled() => Err(ToolError::new(
+            ErrorKind::Cancelled,
+            Delivery::Unknown,
+            format!("{tool} was cancelled"),
+        )),
+    };
+    inner_cancel.cancel();
+    outcome
+}
+
+/// A successful transport result: the tool's own error, an output schema mismatch, or
+/// the result.
+fn finish(header: CallHeader, tool: &str, allowed: &Allowed, result: McpResult) -> ResultEvent {
+    if result.is_error {
+        return ResultEvent::new(header, true, result.content).with_error(ToolError::new(
+            ErrorKind::ToolError,
+            Delivery::Delivered,
+            format!("{tool} reported an error"),
+        ));
+    }
+    if let Err(violations) = allowed.check_output(result.structured.as_ref()) {
+        return failure(
+            header,
+            ErrorKind::OutputSchema,
+            Delivery::Delivered,
+            format!("{tool} returned output that does not match its output_schema: {violations}"),
+        );
+    }
+    ResultEvent::new(header, false, result.content)
+}
+
+fn missing_token(tool: &str, variable: &str) -> ToolError {
+    ToolError::new(
+        ErrorKind::MissingToken,
+        Delivery::NotSent,
+        format!(
+            "{tool} was not called because {variable}, the environment variable that holds its API key, is not set"
+        ),
+    )
+}
+
+fn call_failure(
+    tool: &str,
+    binding: &ToolBinding,
+    error: &CallError,
+    token: Option<&Secret>,
+) -> ToolError {
+    use brain_mcp_transport::{Delivery as Sent, ErrorKind as Transport};
+    let (kind, message) = match error.kind() {
+        Transport::Connect => (
+            ErrorKind::Connect,
+            format!("{tool} failed: {}", error.detail()),
+        ),
+        Transport::HttpStatus => (
+            ErrorKind::HttpStatus,
+            format!("{tool} failed: {}", error.detail()),
+        ),
+        Transport::Timeout => (
+            ErrorKind::Timeout,
+            format!("{tool} timed out after {} s", binding.timeout_seconds),
+        ),
+        Transport::Cancelled => (ErrorKind::Cancelled, format!("{tool} was cancelled")),
+        Transport::OutputTooLarge => (
+            ErrorKind::OutputTooLarge,
+            format!(
+                "{tool} returned more than its max_output_bytes ({} bytes)",
+                binding.max_output_bytes
+            ),
+        ),
+        _ => (
+            ErrorKind::Protocol,
+            format!("{tool} failed: {}", error.detail()),
+        ),
+    };
+    let delivery = match error.delivery() {
+        Sent::NotSent => Delivery::NotSent,
+        Sent::Delivered => Delivery::Delivered,
+        _ => Delivery::Unknown,
+    };
+    // Server text can echo anything back; the token never leaves in a message.
+    let message = match token {
+        Some(token) if !token.expose().is_empty() => message.replace(token.expose(), "<redacted>"),
+        _ => message,
+    };
+    ToolError::new(kind, delivery, message)
+}
+
+fn failure(
+    header: CallHeader,
+    kind: ErrorKind,
+    delivery: Delivery,
+    message: String,
+) -> ResultEvent {
+    ResultEvent::failure(header, ToolError::new(kind, delivery, message))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_call_future_is_send() {
+        fn is_send<T: Send>(_: &T) {}
+        let host = ToolHost::new(&HostConfig::default()).unwrap();
+        let scope = CallScope::new("t", "s", "c");
+        let sink = std::sync::Mutex::new(Vec::new());
+        let call = host.call(&scope, "x", Value::Null, CancellationToken::new(), &sink);
+        is_send(&call);
+    }
+}
