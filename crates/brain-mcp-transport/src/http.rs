@@ -37,6 +37,7 @@ use rmcp::{
     },
 };
 use sse_stream::{Sse, SseStream};
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::calls::{CallState, Failure, Registry};
@@ -74,6 +75,8 @@ pub(crate) struct SessionTracker {
     headers: Mutex<HashMap<HeaderName, HeaderValue>>,
     deleted: AtomicBool,
     failure: Mutex<Option<Failure>>,
+    standalone_settled: AtomicBool,
+    standalone: Notify,
 }
 
 impl SessionTracker {
@@ -108,6 +111,22 @@ impl SessionTracker {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .get_or_insert(failure);
+    }
+
+    /// Resolves once the standalone GET stream was answered (or refused).
+    pub(crate) async fn standalone_settled(&self) {
+        loop {
+            let notified = self.standalone.notified();
+            if self.standalone_settled.load(Ordering::Acquire) {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    fn settle_standalone(&self) {
+        self.standalone_settled.store(true, Ordering::Release);
+        self.standalone.notify_waiters();
     }
 
     fn issued(&self, id: &str) {
@@ -511,6 +530,8 @@ impl StreamableHttpClient for HttpBackend {
             None if self.config.standalone_stream => None,
             None => return Err(StreamableHttpError::ServerDoesNotSupportSse),
         };
+        // Tells a waiting session when its standalone stream is answered, however this ends.
+        let _settle = SettleOnDrop(last_event_id.is_none().then_some(&*self.session));
         // Resume a stream the server closed (SEP-1699 polling), a bounded number of times;
         // not one that broke or went over budget: waiting on a server that cannot resume
         // would hold the call to its deadline, so a broken stream fails the call at once.
@@ -602,6 +623,16 @@ impl HttpBackend {
             ServerJsonRpcMessage::error(error, Some(request.id.clone())),
             None,
         ))
+    }
+}
+
+struct SettleOnDrop<'a>(Option<&'a SessionTracker>);
+
+impl Drop for SettleOnDrop<'_> {
+    fn drop(&mut self) {
+        if let Some(session) = self.0 {
+            session.settle_standalone();
+        }
     }
 }
 

@@ -31,6 +31,8 @@ use crate::{
 
 /// A handful of POSTs at once is all one call needs (the call, a cancel, a reply).
 const MAX_CONCURRENT_REQUESTS: usize = 4;
+/// How long a session waits for its standalone stream, when it opens one.
+const STANDALONE_WAIT: Duration = Duration::from_secs(2);
 
 /// A call's own session, open.
 pub(crate) struct Session {
@@ -100,11 +102,23 @@ pub(crate) async fn open(
         () = cancel.cancelled() => Err(None),
     };
     match opened {
-        Ok(running) => Ok(Session {
-            running,
-            registry,
-            closer,
-        }),
+        Ok(running) => {
+            if inner.options.standalone_stream {
+                // Server requests outside a call arrive on the standalone stream: let it
+                // open before the call goes out.
+                let settled = closer.session.standalone_settled();
+                let _ = tokio::time::timeout_at(
+                    deadline.min(Instant::now() + STANDALONE_WAIT),
+                    settled,
+                )
+                .await;
+            }
+            Ok(Session {
+                running,
+                registry,
+                closer,
+            })
+        }
         Err(error) => {
             let session = Arc::clone(&closer.session);
             inner

@@ -9,7 +9,9 @@ use std::{
 
 use rmcp::{
     Peer, RoleClient,
-    model::ProtocolVersion,
+    model::{
+        ClientRequest, ListToolsRequest, PaginatedRequestParams, ProtocolVersion, ServerResult,
+    },
     service::{
         ClientInitializeError, ClientLifecycleMode, RunningService, serve_client_with_lifecycle,
     },
@@ -30,6 +32,9 @@ use crate::{
     http::{BackendConfig, HttpBackend, SessionTracker},
     run::from_failure,
 };
+
+/// Pages read when listing tools for `Mcp-Param-*` headers.
+const MAX_LIST_PAGES: usize = 100;
 
 /// Concurrent requests one shared client keeps in flight (rmcp's default is 16).
 const MAX_CONCURRENT_REQUESTS: usize = 4096;
@@ -130,6 +135,7 @@ pub(crate) struct ModernClient {
     registry: Arc<Registry>,
     session: Arc<SessionTracker>,
     lifetime: CancellationToken,
+    listed: tokio::sync::OnceCell<()>,
 }
 
 impl Drop for ModernClient {
@@ -189,6 +195,7 @@ impl ModernClient {
                 registry,
                 session,
                 lifetime,
+                listed: tokio::sync::OnceCell::new(),
             })),
             Err(error) => {
                 lifetime.cancel();
@@ -203,6 +210,34 @@ impl ModernClient {
 
     pub(crate) fn registry(&self) -> &Arc<Registry> {
         &self.registry
+    }
+
+    /// Reads the server's tool list once, so that rmcp's worker knows which arguments
+    /// go into `Mcp-Param-*` headers. A failure is not fatal: the call goes on, and the
+    /// server says if it needed the headers.
+    pub(crate) async fn ensure_listed(&self, deadline: Instant) {
+        let listing = self.listed.get_or_try_init(|| async {
+            let mut cursor = None;
+            for _ in 0..MAX_LIST_PAGES {
+                let params = PaginatedRequestParams::default().with_cursor(cursor.take());
+                let answer = self
+                    .peer
+                    .send_request(ClientRequest::ListToolsRequest(ListToolsRequest::with_param(
+                        params,
+                    )))
+                    .await
+                    .map_err(|_| ())?;
+                match answer {
+                    ServerResult::ListToolsResult(listed) => match listed.next_cursor {
+                        Some(next) if !next.is_empty() => cursor = Some(next),
+                        _ => return Ok(()),
+                    },
+                    _ => return Err(()),
+                }
+            }
+            Ok(())
+        });
+        let _ = tokio::time::timeout_at(deadline, listing).await;
     }
 
     pub(crate) fn is_closed(&self) -> bool {

@@ -156,6 +156,9 @@ pub(crate) async fn call(
             Purpose::Call,
         )
         .await?;
+    if let (Opened::Shared(modern), true) = (&opened, request.param_headers) {
+        modern.ensure_listed(request.deadline).await;
+    }
     let state = Arc::new(CallState::new(
         &request.progress_token,
         request.progress.clone(),

@@ -70,6 +70,10 @@ pub struct CallRequest {
     pub cancel: CancellationToken,
     /// Where progress notifications go, in wire order, all before the call returns.
     pub progress: Option<mpsc::UnboundedSender<Progress>>,
+    /// The tool's input schema marks arguments to mirror in `Mcp-Param-*` headers
+    /// (`x-mcp-header`, 2026-07-28): the server's tool list is read once per shared
+    /// client so that rmcp knows the annotations.
+    pub param_headers: bool,
 }
 
 impl CallRequest {
@@ -90,6 +94,7 @@ impl CallRequest {
             max_output_bytes: 1_048_576,
             cancel: CancellationToken::new(),
             progress: None,
+            param_headers: false,
         }
     }
 
@@ -120,6 +125,12 @@ impl CallRequest {
     /// Sets the cancellation token.
     pub fn cancel(mut self, cancel: CancellationToken) -> Self {
         self.cancel = cancel;
+        self
+    }
+
+    /// Says whether the tool's schema has `x-mcp-header` annotations.
+    pub fn param_headers(mut self, annotated: bool) -> Self {
+        self.param_headers = annotated;
         self
     }
 

@@ -1,6 +1,7 @@
 //! The five-step call path.
 
 use std::{
+    collections::HashSet,
     fmt,
     sync::Arc,
     time::{Duration, Instant},
@@ -119,9 +120,17 @@ impl ToolHostBuilder {
     /// Compiles the policy and builds the host.
     pub fn build(self) -> Result<ToolHost, BuildError> {
         let policy = Policy::new(&self.config)?;
+        let param_headers = self
+            .config
+            .tools
+            .iter()
+            .filter(|binding| has_key(&binding.input_schema, "x-mcp-header"))
+            .map(|binding| binding.name.clone())
+            .collect();
         Ok(ToolHost {
             inner: Arc::new(Inner {
                 policy,
+                param_headers,
                 client: self
                     .client
                     .unwrap_or_else(|| McpClient::new(ClientOptions::default())),
@@ -140,6 +149,8 @@ pub struct ToolHost {
 
 struct Inner {
     policy: Policy,
+    /// Tools whose input schema has `x-mcp-header` annotations.
+    param_headers: HashSet<String>,
     client: McpClient,
     executor: Option<Arc<dyn HttpToolExecutor>>,
     tokens: TokenSource,
@@ -284,7 +295,8 @@ impl ToolHost {
                             usize::try_from(limits.max_output_bytes).unwrap_or(usize::MAX),
                         )
                         .cancel(cancel)
-                        .progress(progress_tx);
+                        .progress(progress_tx)
+                        .param_headers(self.inner.param_headers.contains(tool));
                 let call = self.inner.client.call(request);
                 let outcome = stream(call, progress_rx, &header, sink).await;
                 outcome
@@ -380,6 +392,18 @@ impl ToolHost {
             )),
         }
     }
+}
+
+/// Whether a key appears anywhere in a JSON object.
+fn has_key(object: &JsonObject, key: &str) -> bool {
+    fn in_value(value: &Value, key: &str) -> bool {
+        match value {
+            Value::Object(object) => has_key(object, key),
+            Value::Array(items) => items.iter().any(|item| in_value(item, key)),
+            _ => false,
+        }
+    }
+    object.contains_key(key) || object.values().any(|value| in_value(value, key))
 }
 
 fn scope_meta(scope: &CallScope) -> JsonObject {
