@@ -222,9 +222,9 @@ impl ModernClient {
                 let params = PaginatedRequestParams::default().with_cursor(cursor.take());
                 let answer = self
                     .peer
-                    .send_request(ClientRequest::ListToolsRequest(ListToolsRequest::with_param(
-                        params,
-                    )))
+                    .send_request(ClientRequest::ListToolsRequest(
+                        ListToolsRequest::with_param(params),
+                    ))
                     .await
                     .map_err(|_| ())?;
                 match answer {

@@ -38,6 +38,17 @@ pub struct Progress {
     pub message: Option<String>,
 }
 
+impl Progress {
+    /// A progress update (for hosts' own executors).
+    pub fn new(progress: f64, total: Option<f64>, message: Option<String>) -> Self {
+        Self {
+            progress,
+            total,
+            message,
+        }
+    }
+}
+
 /// The protocol era that served a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]

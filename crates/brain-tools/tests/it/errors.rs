@@ -1,0 +1,346 @@
+//! Every error kind, with its delivery, message and what the server saw.
+
+use std::{sync::Arc, time::Duration};
+
+use async_trait::async_trait;
+use brain_mcp_testkit::{Era, HttpFault};
+use brain_tools::{CallScope, HttpToolCall, HttpToolExecutor, HttpToolOutput};
+use brain_tools_config::HostConfig;
+use brain_tools_events::{ContentBlock, Delivery, ErrorKind, ResultEvent, ToolError};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::support::{GRACE, bindings, call, call_as, host, server};
+
+fn binding(url: &str, tool: &str, extra: Value) -> Value {
+    let mut binding = json!({
+        "input_schema": {"type": "object"},
+        "url": url,
+        "mcp_tool": tool,
+        "tenants": ["local"],
+        "timeout_seconds": 10
+    });
+    for (key, value) in extra.as_object().unwrap() {
+        binding[key] = value.clone();
+    }
+    binding
+}
+
+fn error(result: &ResultEvent) -> &ToolError {
+    assert!(result.is_error);
+    result.error.as_ref().expect("an error object")
+}
+
+#[tokio::test]
+async fn every_kind_with_its_delivery_and_a_message_that_names_the_tool() {
+    let server = server(Era::Legacy).await;
+    let url = server.url();
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}/mcp", listener.local_addr().unwrap())
+    };
+    let structured_schema = json!({
+        "type": "object",
+        "required": ["city", "temperature"],
+        "properties": {"city": {"type": "string"}, "temperature": {"type": "number"}}
+    });
+    let config = bindings(
+        &json!({"url": url}),
+        &[
+            (
+                "admin_only",
+                binding(&url, "echo", json!({"tenants": ["ops"]})),
+            ),
+            (
+                "needs_token",
+                binding(&url, "echo", json!({"token_env": "UNSET_TOKEN"})),
+            ),
+            ("unreachable", binding(&closed, "echo", json!({}))),
+            (
+                "unauthorized",
+                binding(&server.fault_url(HttpFault::Status401), "echo", json!({})),
+            ),
+            (
+                "garbled",
+                binding(
+                    &server.fault_url(HttpFault::MalformedJson),
+                    "echo",
+                    json!({}),
+                ),
+            ),
+            (
+                "slow",
+                binding(&url, "sleep", json!({"timeout_seconds": 1})),
+            ),
+            (
+                "small",
+                binding(&url, "big", json!({"max_output_bytes": 100_000})),
+            ),
+            (
+                "checked",
+                binding(
+                    &url,
+                    "structured",
+                    json!({"output_schema": structured_schema}),
+                ),
+            ),
+            (
+                "miscast",
+                binding(
+                    &url,
+                    "bad_structured",
+                    json!({"output_schema": structured_schema}),
+                ),
+            ),
+            (
+                "http_tool",
+                json!({"input_schema": {"type": "object"}, "url": "https://api.example.com/x", "tenants": ["local"]}),
+            ),
+        ],
+    );
+    let host = host(&config, brain_tools::EraPreference::Legacy);
+    let cases: Vec<(&str, Value, ErrorKind, Delivery)> = vec![
+        ("nope", json!({}), ErrorKind::UnknownTool, Delivery::NotSent),
+        (
+            "admin_only",
+            json!({}),
+            ErrorKind::UnknownTool,
+            Delivery::NotSent,
+        ),
+        (
+            "echo",
+            json!({"message": 5}),
+            ErrorKind::InvalidArguments,
+            Delivery::NotSent,
+        ),
+        (
+            "needs_token",
+            json!({}),
+            ErrorKind::MissingToken,
+            Delivery::NotSent,
+        ),
+        (
+            "unreachable",
+            json!({}),
+            ErrorKind::Connect,
+            Delivery::NotSent,
+        ),
+        (
+            "unauthorized",
+            json!({}),
+            ErrorKind::HttpStatus,
+            Delivery::NotSent,
+        ),
+        ("garbled", json!({}), ErrorKind::Protocol, Delivery::NotSent),
+        (
+            "drop_mid_stream",
+            json!({"after_progress": 1}),
+            ErrorKind::Protocol,
+            Delivery::Unknown,
+        ),
+        (
+            "slow",
+            json!({"ms": 10_000}),
+            ErrorKind::Timeout,
+            Delivery::Unknown,
+        ),
+        (
+            "small",
+            json!({"bytes": 2_000_000}),
+            ErrorKind::OutputTooLarge,
+            Delivery::Unknown,
+        ),
+        (
+            "error",
+            json!({}),
+            ErrorKind::ToolError,
+            Delivery::Delivered,
+        ),
+        (
+            "miscast",
+            json!({}),
+            ErrorKind::OutputSchema,
+            Delivery::Delivered,
+        ),
+        (
+            "http_tool",
+            json!({}),
+            ErrorKind::Executor,
+            Delivery::NotSent,
+        ),
+    ];
+    let mut messages = Vec::new();
+    for (tool, arguments, kind, delivery) in cases {
+        let started = std::time::Instant::now();
+        let (result, events) = call(&host, tool, arguments).await;
+        let error = error(&result);
+        assert_eq!(
+            (error.kind, error.delivery),
+            (kind, delivery),
+            "{tool}: {}",
+            error.message
+        );
+        assert!(
+            error.message.contains(tool),
+            "{tool}: the message names the tool: {}",
+            error.message
+        );
+        assert!(started.elapsed() < Duration::from_secs(1) + GRACE || kind != ErrorKind::Timeout);
+        assert_eq!(
+            events.last(),
+            Some(&brain_tools_events::ToolEvent::Result(result.clone()))
+        );
+        if kind != ErrorKind::ToolError {
+            assert_eq!(
+                result.content,
+                vec![ContentBlock::text(error.message.clone())],
+                "{tool}"
+            );
+        }
+        messages.push(format!("{kind}/{}: {}", delivery.as_str(), error.message));
+    }
+    let (passed, _) = call(&host, "checked", json!({})).await;
+    assert!(!passed.is_error, "{passed:?}");
+    let text = messages
+        .join("\n")
+        .replace(&server.addr().port().to_string(), "PORT")
+        .replace(
+            closed.rsplit_once(':').unwrap().1.trim_end_matches("/mcp"),
+            "CLOSED",
+        );
+    insta::assert_snapshot!(text);
+    let seen = server
+        .wait_for(
+            |c| c.open_sessions() == 0 && c.sessions_opened >= 5,
+            Duration::from_secs(5),
+        )
+        .await;
+    assert_eq!(seen.open_sessions(), 0, "every session closed");
+    assert_eq!(
+        seen.tool_calls.get("drop_mid_stream"),
+        Some(&1),
+        "never retried"
+    );
+}
+
+#[tokio::test]
+async fn refused_calls_never_reach_the_server() {
+    let server = server(Era::Legacy).await;
+    let url = server.url();
+    let config = bindings(
+        &json!({"url": url}),
+        &[
+            (
+                "admin_only",
+                binding(&url, "echo", json!({"tenants": ["ops"]})),
+            ),
+            (
+                "needs_token",
+                binding(&url, "echo", json!({"token_env": "UNSET_TOKEN"})),
+            ),
+        ],
+    );
+    let host = host(&config, brain_tools::EraPreference::Auto);
+    let forbidden = call(&host, "admin_only", json!({})).await.0;
+    let unknown = call(&host, "admin_onlx", json!({})).await.0;
+    assert_eq!(
+        error(&forbidden).message.replace("admin_only", "X"),
+        error(&unknown).message.replace("admin_onlx", "X"),
+        "a forbidden tool answers exactly like an unknown one"
+    );
+    call(&host, "echo", json!({"message": ["not", "a", "string"]})).await;
+    call(&host, "needs_token", json!({})).await;
+    let seen = server.counters();
+    assert_eq!(
+        (seen.http_posts, seen.connections_accepted),
+        (0, 0),
+        "nothing touched the network"
+    );
+}
+
+#[tokio::test]
+async fn cancel_mid_call_reaches_the_server_and_closes_the_session() {
+    let server = server(Era::Legacy).await;
+    let host = host(
+        &bindings(&json!({"url": server.url()}), &[]),
+        brain_tools::EraPreference::Auto,
+    );
+    let cancel = CancellationToken::new();
+    let trigger = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        trigger.cancel();
+    });
+    let (result, _) = call_as(
+        &host,
+        &CallScope::new("local", "s1", "c9"),
+        "hang",
+        json!({}),
+        cancel,
+    )
+    .await;
+    let error = error(&result);
+    assert_eq!(
+        (error.kind, error.delivery),
+        (ErrorKind::Cancelled, Delivery::Unknown)
+    );
+    let seen = server
+        .wait_for(
+            |c| c.cancellations == 1 && c.sessions_closed == 1,
+            Duration::from_secs(5),
+        )
+        .await;
+    assert_eq!(
+        seen.cancellations, 1,
+        "notifications/cancelled seen by the server"
+    );
+    assert_eq!(seen.open_sessions(), 0, "session closed");
+    assert_eq!(seen.handler_cancellations, 1);
+}
+
+#[derive(Debug)]
+struct Reverser;
+
+#[async_trait]
+impl HttpToolExecutor for Reverser {
+    async fn execute(&self, call: HttpToolCall) -> Result<HttpToolOutput, ToolError> {
+        assert_eq!(
+            call.token.as_ref().map(|t| t.expose()),
+            Some("tk-secret-123")
+        );
+        let _ = call
+            .progress
+            .send(brain_tools::Progress::new(0.5, None, None));
+        let text: String = call.arguments["text"]
+            .as_str()
+            .unwrap_or_default()
+            .chars()
+            .rev()
+            .collect();
+        Ok(HttpToolOutput::new(
+            vec![ContentBlock::text(text)],
+            false,
+            None,
+        ))
+    }
+}
+
+#[tokio::test]
+async fn http_tools_go_to_the_host_executor() {
+    let config = json!({"tools": [{
+        "name": "reverse",
+        "input_schema": {"type": "object", "properties": {"text": {"type": "string"}}},
+        "url": "https://api.example.com/reverse",
+        "token_env": "TESTKIT_TOKEN",
+        "tenants": ["local"]
+    }]});
+    let loaded = HostConfig::from_json_value_with_env(&config, |_| true).unwrap();
+    let host = brain_tools::ToolHost::builder(loaded.config)
+        .http_executor(Arc::new(Reverser))
+        .token_source(|name| (name == "TESTKIT_TOKEN").then(|| "tk-secret-123".to_owned()))
+        .build()
+        .unwrap();
+    let (result, events) = call(&host, "reverse", json!({"text": "abc"})).await;
+    assert_eq!(result.content, vec![ContentBlock::text("cba")]);
+    assert_eq!(events.len(), 2, "one progress, one result");
+}
