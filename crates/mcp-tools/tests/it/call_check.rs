@@ -1,0 +1,93 @@
+//! `mcp-tools call` and `mcp-tools check`.
+
+use brain_mcp_testkit::Era;
+use serde_json::{Value, json};
+
+use crate::support::{mcp_tools, redact, server};
+
+fn config(dir: &tempfile::TempDir, tools: Value) -> String {
+    let path = dir.path().join("host.json");
+    std::fs::write(
+        &path,
+        serde_json::to_vec_pretty(&json!({"tools": tools})).unwrap(),
+    )
+    .unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+async fn discovered(url: &str, tools: &str) -> Value {
+    let run = mcp_tools(&["-url", url, "-tenant", "local", "-tools", tools], &[]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    serde_json::from_str(&run.stdout).unwrap()
+}
+
+#[tokio::test]
+async fn call_prints_events_as_json_lines_and_exits_by_the_result() {
+    let server = server(Era::Both).await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = config(&dir, discovered(&server.url(), "progress,error").await);
+    let run = mcp_tools(
+        &[
+            "call",
+            "--config",
+            &path,
+            "--tenant",
+            "local",
+            "--tool",
+            "progress",
+            "--args",
+            r#"{"steps": 2, "delay_ms": 1}"#,
+            "--session",
+            "s1",
+            "--call",
+            "c1",
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    insta::assert_snapshot!(run.stdout);
+    let run = mcp_tools(
+        &[
+            "call", "--config", &path, "--tenant", "local", "--tool", "error", "--call", "c2",
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(run.code, 1);
+    let last: Value = serde_json::from_str(run.stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(last["error"]["kind"], "tool_error");
+}
+
+#[tokio::test]
+async fn check_reports_every_problem_with_its_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = config(
+        &dir,
+        json!([
+            {"name": "a b", "input_schema": {"type": "object"}, "url": "https://x/mcp", "mcp_tool": "a", "tenants": []},
+            {"name": "ok", "input_schema": {"type": "object"}, "url": "https://x/mcp", "mcp_tool": "ok", "tenants": ["t"], "inspect_session": true}
+        ]),
+    );
+    let run = mcp_tools(&["check", "--config", &path], &[]).await;
+    assert_eq!(run.code, 1);
+    insta::assert_snapshot!(run.stderr.replace(&path, "host.json"));
+}
+
+#[tokio::test]
+async fn check_live_prints_what_changed_on_the_server() {
+    let server = server(Era::Legacy).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut tools = discovered(&server.url(), "echo,structured,image").await;
+    let path = config(&dir, tools.clone());
+    let run = mcp_tools(&["check", "--config", &path, "--live"], &[]).await;
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+
+    tools[0]["input_schema"]["properties"]["message"]["type"] = json!("integer");
+    tools[1]["output_schema"] = json!({"type": "object"});
+    tools[2]["mcp_tool"] = json!("picture");
+    let path = config(&dir, tools);
+    let run = mcp_tools(&["check", "--config", &path, "--live"], &[]).await;
+    assert_eq!(run.code, 1);
+    insta::assert_snapshot!(format!("{}{}", redact(&run.stdout, &server), run.stderr));
+}
