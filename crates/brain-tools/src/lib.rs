@@ -40,3 +40,8 @@ pub use brain_mcp_transport::{
 pub use executor::{HttpToolCall, HttpToolExecutor, HttpToolOutput};
 pub use host::{BuildError, CallScope, ModelTool, ToolHost, ToolHostBuilder};
 pub use sink::EventSink;
+
+/// The README's example compiles.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeDoctests;
