@@ -62,6 +62,15 @@ pub struct DiscoveredTool {
     pub output_schema: Option<JsonObject>,
 }
 
+impl DiscoveredTool {
+    /// The tools of one `tools/list` result (the JSON of its `result`), as this client
+    /// reads them: what a discovery returns for that page.
+    pub fn from_list_result(result: &serde_json::Value) -> Result<Vec<Self>, serde_json::Error> {
+        let listed: rmcp::model::ListToolsResult = serde_json::from_value(result.clone())?;
+        Ok(listed.tools.into_iter().map(Self::from).collect())
+    }
+}
+
 impl From<Tool> for DiscoveredTool {
     fn from(tool: Tool) -> Self {
         Self {

@@ -30,7 +30,10 @@ use bytes::Bytes;
 use futures::{Stream, StreamExt, stream::BoxStream};
 use http::{HeaderName, HeaderValue, StatusCode, header};
 use rmcp::{
-    model::{ClientJsonRpcMessage, ClientRequest, ErrorData, JsonRpcMessage, ServerJsonRpcMessage},
+    model::{
+        ClientJsonRpcMessage, ClientRequest, ErrorData, JsonRpcMessage, RequestId,
+        ServerJsonRpcMessage,
+    },
     transport::streamable_http_client::{
         SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
         StreamableHttpResponseLimits,
@@ -284,11 +287,18 @@ impl HttpBackend {
         Ok(Bytes::from(body))
     }
 
+    /// A response's SSE events. For a call's stream: its progress is routed to it, and a
+    /// response to another request id fails the stream (`expected` is the call's
+    /// request id; `None` on a resumed stream, where any response is taken).
     fn sse(
         &self,
         response: reqwest::Response,
-        call: Option<Arc<CallState>>,
+        call: Option<(Arc<CallState>, Option<RequestId>)>,
     ) -> BoxStream<'static, std::result::Result<Sse, SseError>> {
+        let (call, expected) = match call {
+            Some((call, expected)) => (Some(call), expected),
+            None => (None, None),
+        };
         let bytes = CountedBytes {
             inner: response.bytes_stream().boxed(),
             call: call.clone(),
@@ -317,6 +327,10 @@ impl HttpBackend {
                                 })
                             })
                         }
+                        Ok(sse) if !sse_answers(&sse, expected.as_ref()) => {
+                            call.record(Failure::Protocol(WRONG_ID));
+                            Some(Err(SseError::InvalidLine))
+                        }
                         Ok(sse) => Some(Ok(sse)),
                         Err(error) => {
                             call.record(Failure::Broken);
@@ -328,6 +342,36 @@ impl HttpBackend {
                 .boxed(),
         }
     }
+}
+
+const WRONG_ID: &str = "a response to another request id";
+
+/// False when the message is a response (or error) for another request than `expected`.
+fn answers(message: &ServerJsonRpcMessage, expected: Option<&RequestId>) -> bool {
+    let Some(expected) = expected else {
+        return true;
+    };
+    let id = match message {
+        JsonRpcMessage::Response(response) => Some(&response.id),
+        JsonRpcMessage::Error(error) => error.id.as_ref(),
+        _ => return true,
+    };
+    // rmcp matches a numeric id sent back as a string too.
+    id.is_some_and(|id| id.to_string() == expected.to_string())
+}
+
+/// [`answers`] for an SSE event, parsing only events that look like responses.
+fn sse_answers(sse: &Sse, expected: Option<&RequestId>) -> bool {
+    let Some(data) = sse.data.as_deref() else {
+        return true;
+    };
+    let looks_like_response =
+        (data.contains("\"result\"") || data.contains("\"error\"")) && !data.contains("\"method\"");
+    if expected.is_none() || !looks_like_response {
+        return true;
+    }
+    serde_json::from_str::<ServerJsonRpcMessage>(data)
+        .map_or(true, |message| answers(&message, expected))
 }
 
 /// Routes an SSE event to its call if it is one of the call's progress notifications;
@@ -408,6 +452,10 @@ impl StreamableHttpClient for HttpBackend {
         _limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse> {
         let call = self.registry.claim(&mut message);
+        let request_id = match &message {
+            JsonRpcMessage::Request(request) => Some(request.id.clone()),
+            _ => None,
+        };
         let body = serde_json::to_vec(&message)?;
         if session_id.is_some() {
             self.session.used_headers(&custom_headers);
@@ -451,7 +499,7 @@ impl StreamableHttpClient for HttpBackend {
         let awaits_response = matches!(message, JsonRpcMessage::Request(_));
         match content_type(&response).as_deref() {
             Some(EVENT_STREAM) => Ok(StreamableHttpPostResponse::Sse(
-                self.sse(response, call),
+                self.sse(response, call.map(|call| (call, request_id))),
                 issued_session,
             )),
             Some(JSON) => {
@@ -463,6 +511,12 @@ impl StreamableHttpClient for HttpBackend {
                     return Ok(StreamableHttpPostResponse::Accepted);
                 }
                 match serde_json::from_slice::<ServerJsonRpcMessage>(&body) {
+                    Ok(reply) if !answers(&reply, request_id.as_ref()) => {
+                        self.failed(call.as_deref(), Failure::Protocol(WRONG_ID));
+                        Err(StreamableHttpError::UnexpectedServerResponse(
+                            Cow::Borrowed(WRONG_ID),
+                        ))
+                    }
                     Ok(reply) => Ok(StreamableHttpPostResponse::Json(reply, issued_session)),
                     Err(_) => {
                         self.failed(call.as_deref(), Failure::Protocol("a malformed JSON body"));
@@ -537,7 +591,7 @@ impl StreamableHttpClient for HttpBackend {
         // would hold the call to its deadline, so a broken stream fails the call at once.
         if call.as_ref().is_some_and(|call| {
             call.is_overflowed()
-                || call.failure() == Some(Failure::Broken)
+                || call.failure().is_some()
                 || call.resumed() >= self.config.max_resumes
         }) {
             return Err(StreamableHttpError::ServerDoesNotSupportSse);
@@ -576,7 +630,7 @@ impl StreamableHttpClient for HttpBackend {
                 &response,
             )));
         }
-        Ok(self.sse(response, call))
+        Ok(self.sse(response, call.map(|call| (call, None))))
     }
 }
 

@@ -30,10 +30,12 @@
 //! # Ok(()) }
 //! ```
 
+mod bindings;
 mod executor;
 mod host;
 mod sink;
 
+pub use bindings::{Bound, bind_discovered};
 pub use brain_mcp_transport::{
     ClientOptions, ClientStats, EraPreference, McpClient, Progress, Secret, ServerRequestPolicy,
 };

@@ -1,12 +1,12 @@
 //! Discovery: list a server's tools and print them as bindings.
 
-use std::{collections::HashSet, time::Duration};
+use std::time::Duration;
 
 use brain_mcp_transport::{
     ClientOptions, DiscoveredTool, DiscoveryRequest, Endpoint, EraPreference, ErrorKind, McpClient,
     Secret, StdioEndpoint,
 };
-use brain_tools_config::{HostConfig, McpServer, McpTarget, StdioCommand, Target, ToolBinding};
+use brain_tools_config::{HostConfig, McpServer, StdioCommand, ToolBinding};
 
 use crate::{
     Exit, Outcome,
@@ -98,7 +98,13 @@ pub(crate) async fn run(args: DiscoverArgs) -> Outcome {
         found.map_err(|error| Exit::Failed(discovery_failure(&error, args.discovery_timeout)))?;
 
     let chosen = choose(&found.tools, &args.tools, &described)?;
-    let bindings = bindings(chosen, &server, &tenants);
+    let bound = brain_tools::bind_discovered(&chosen, &server, &tenants);
+    for (tool, binding) in &bound.renamed {
+        eprintln!(
+            "mcp-tools: note: tool {tool:?} is bound as {binding:?} (binding names are ^[A-Za-z0-9_-]{{1,64}}$ and unique)"
+        );
+    }
+    let bindings = bound.bindings;
     review(&bindings);
     let json = serde_json::to_string_pretty(&bindings)
         .map_err(|error| Exit::Failed(format!("cannot print the bindings: {error}")))?;
@@ -162,60 +168,6 @@ fn choose<'a>(
         .iter()
         .filter_map(|name| tools.iter().find(|tool| tool.name == *name))
         .collect())
-}
-
-/// A binding name the config accepts: `^[A-Za-z0-9_-]{1,64}$`, unique.
-fn binding_name(tool: &str, taken: &mut HashSet<String>) -> String {
-    let mut name: String = tool
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(64)
-        .collect();
-    if name.is_empty() {
-        name.push_str("tool");
-    }
-    let base = name.clone();
-    let mut n = 2;
-    while !taken.insert(name.clone()) {
-        let suffix = format!("_{n}");
-        name = format!("{}{suffix}", &base[..base.len().min(64 - suffix.len())]);
-        n += 1;
-    }
-    if name != tool {
-        tracing::warn!(tool, binding = %name, "renamed to a valid, unique binding name");
-        eprintln!(
-            "mcp-tools: note: tool {tool:?} is bound as {name:?} (binding names are ^[A-Za-z0-9_-]{{1,64}}$ and unique)"
-        );
-    }
-    name
-}
-
-fn bindings(
-    tools: Vec<&DiscoveredTool>,
-    server: &McpServer,
-    tenants: &[String],
-) -> Vec<ToolBinding> {
-    let mut taken = HashSet::new();
-    tools
-        .into_iter()
-        .map(|tool| {
-            let mut binding = ToolBinding::new(
-                binding_name(&tool.name, &mut taken),
-                tool.input_schema.clone(),
-                tenants.to_vec(),
-                Target::Mcp(McpTarget::new(server.clone(), tool.name.clone())),
-            );
-            binding.description = tool.description.clone().unwrap_or_default();
-            binding.output_schema = tool.output_schema.clone();
-            binding
-        })
-        .collect()
 }
 
 /// Loads the bindings as the host would and says (on stderr) what needs editing first.

@@ -249,6 +249,9 @@ async fn faults_before_the_call_are_not_sent() {
         (HttpFault::Status500Html, ErrorKind::HttpStatus, Some(500)),
         (HttpFault::WrongContentType, ErrorKind::Protocol, None),
         (HttpFault::MalformedJson, ErrorKind::Protocol, None),
+        (HttpFault::WrongId, ErrorKind::Protocol, None),
+        (HttpFault::JsonRpcError, ErrorKind::Protocol, None),
+        (HttpFault::Status404, ErrorKind::HttpStatus, Some(404)),
     ] {
         let endpoint = Endpoint::http(server.fault_url(fault), None);
         let ran = call(&client, &endpoint, "echo", json!({"message": "x"})).await;
