@@ -27,8 +27,8 @@ fn join(path: &str, key: &str) -> String {
 
 fn show(value: &Value) -> String {
     let text = value.to_string();
-    if text.len() > 120 {
-        format!("{}…", &text[..text.floor_char_boundary(120)])
+    if text.chars().count() > 120 {
+        format!("{}…", text.chars().take(120).collect::<String>())
     } else {
         text
     }
