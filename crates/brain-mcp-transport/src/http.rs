@@ -24,6 +24,7 @@ use std::{
         atomic::{AtomicBool, Ordering},
     },
     task::{Context, Poll, ready},
+    time::Duration,
 };
 
 use bytes::Bytes;
@@ -78,8 +79,36 @@ pub(crate) struct SessionTracker {
     headers: Mutex<HashMap<HeaderName, HeaderValue>>,
     deleted: AtomicBool,
     failure: Mutex<Option<Failure>>,
-    standalone_settled: AtomicBool,
-    standalone: Notify,
+    /// Set once the standalone GET stream was answered (or refused).
+    standalone: Latch,
+    /// Whether an `initialize` went out, and set once it was answered (or failed): a
+    /// session the server created for it can only be deleted once its id is known.
+    initializing: AtomicBool,
+    initialized: Latch,
+}
+
+/// A flag that can be awaited.
+#[derive(Debug, Default)]
+struct Latch {
+    set: AtomicBool,
+    notify: Notify,
+}
+
+impl Latch {
+    fn set(&self) {
+        self.set.store(true, Ordering::Release);
+        self.notify.notify_waiters();
+    }
+
+    async fn wait(&self) {
+        loop {
+            let notified = self.notify.notified();
+            if self.set.load(Ordering::Acquire) {
+                return;
+            }
+            notified.await;
+        }
+    }
 }
 
 impl SessionTracker {
@@ -118,18 +147,15 @@ impl SessionTracker {
 
     /// Resolves once the standalone GET stream was answered (or refused).
     pub(crate) async fn standalone_settled(&self) {
-        loop {
-            let notified = self.standalone.notified();
-            if self.standalone_settled.load(Ordering::Acquire) {
-                return;
-            }
-            notified.await;
-        }
+        self.standalone.wait().await;
     }
 
-    fn settle_standalone(&self) {
-        self.standalone_settled.store(true, Ordering::Release);
-        self.standalone.notify_waiters();
+    /// Resolves once the `initialize` request (if one went out) was answered or failed,
+    /// so that the session it created, if any, is known.
+    pub(crate) async fn initialize_settled(&self) {
+        if self.initializing.load(Ordering::Acquire) {
+            self.initialized.wait().await;
+        }
     }
 
     fn issued(&self, id: &str) {
@@ -156,6 +182,8 @@ pub(crate) struct BackendConfig {
     pub(crate) max_response_bytes: usize,
     /// How many times one call's response stream may be resumed.
     pub(crate) max_resumes: usize,
+    /// How long an `initialize` still has after the transport's lifetime ended.
+    pub(crate) initialize_grace: Duration,
 }
 
 /// The backend; cheap to clone (rmcp clones it per request).
@@ -201,9 +229,23 @@ impl HttpBackend {
         request: reqwest::RequestBuilder,
         call: Option<&CallState>,
     ) -> Result<reqwest::Response> {
+        self.send_with_grace(request, call, Duration::ZERO).await
+    }
+
+    /// Sends a request; once the lifetime ends it still gets `grace` to finish.
+    async fn send_with_grace(
+        &self,
+        request: reqwest::RequestBuilder,
+        call: Option<&CallState>,
+        grace: Duration,
+    ) -> Result<reqwest::Response> {
+        let ended = async {
+            self.lifetime.cancelled().await;
+            tokio::time::sleep(grace).await;
+        };
         let result = tokio::select! {
             result = request.send() => result,
-            () = self.lifetime.cancelled() => {
+            () = ended => {
                 return Err(StreamableHttpError::Client(HttpError::Closed));
             }
         };
@@ -451,6 +493,11 @@ impl StreamableHttpClient for HttpBackend {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         _limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse> {
+        let initialize = is_initialize(&message);
+        if initialize {
+            self.session.initializing.store(true, Ordering::Release);
+        }
+        let _initialized = SetOnDrop(initialize.then_some(&self.session.initialized));
         let call = self.registry.claim(&mut message);
         let request_id = match &message {
             JsonRpcMessage::Request(request) => Some(request.id.clone()),
@@ -470,7 +517,16 @@ impl StreamableHttpClient for HttpBackend {
         if let Some(call) = &call {
             call.mark_sending();
         }
-        let response = self.send(request, call.as_deref()).await?;
+        // An initialize the caller gave up on may still create a session: let it finish
+        // (briefly) so the session can be deleted.
+        let grace = if initialize {
+            self.config.initialize_grace
+        } else {
+            Duration::ZERO
+        };
+        let response = self
+            .send_with_grace(request, call.as_deref(), grace)
+            .await?;
         let status = response.status();
         if let Some(call) = &call {
             call.mark_written();
@@ -585,7 +641,7 @@ impl StreamableHttpClient for HttpBackend {
             None => return Err(StreamableHttpError::ServerDoesNotSupportSse),
         };
         // Tells a waiting session when its standalone stream is answered, however this ends.
-        let _settle = SettleOnDrop(last_event_id.is_none().then_some(&*self.session));
+        let _settle = SetOnDrop(last_event_id.is_none().then_some(&self.session.standalone));
         // Resume a stream the server closed (SEP-1699 polling), a bounded number of times;
         // not one that broke or went over budget: waiting on a server that cannot resume
         // would hold the call to its deadline, so a broken stream fails the call at once.
@@ -680,12 +736,13 @@ impl HttpBackend {
     }
 }
 
-struct SettleOnDrop<'a>(Option<&'a SessionTracker>);
+/// Sets a latch when dropped, however the request that holds it ends.
+struct SetOnDrop<'a>(Option<&'a Latch>);
 
-impl Drop for SettleOnDrop<'_> {
+impl Drop for SetOnDrop<'_> {
     fn drop(&mut self) {
-        if let Some(session) = self.0 {
-            session.settle_standalone();
+        if let Some(latch) = self.0 {
+            latch.set();
         }
     }
 }

@@ -84,6 +84,7 @@ pub(crate) async fn open(
             standalone_stream: inner.options.standalone_stream,
             max_response_bytes: inner.options.max_response_bytes,
             max_resumes: inner.options.sse_reconnects,
+            initialize_grace: inner.options.close_timeout,
         },
     );
     let closer = Closer {
@@ -161,8 +162,10 @@ impl Closer {
             })
             .await;
         }
-        // Ends any request still in flight (a hung handshake, a stream).
+        // Ends any request still in flight (a hung handshake, a stream); an initialize
+        // still gets its grace, and then its session, if any, is known.
         self.lifetime.cancel();
+        let _ = tokio::time::timeout(self.bound, self.session.initialize_settled()).await;
         // The session rmcp could not delete (the handshake failed after it was issued).
         if let Some((session_id, headers)) = self.session.undeleted() {
             let auth = self

@@ -164,6 +164,7 @@ impl ModernClient {
                 standalone_stream: false,
                 max_response_bytes: inner.options.max_response_bytes,
                 max_resumes: inner.options.sse_reconnects,
+                initialize_grace: inner.options.close_timeout,
             },
         );
         let session = Arc::clone(backend.session());

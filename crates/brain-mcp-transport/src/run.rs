@@ -380,6 +380,16 @@ pub(crate) fn from_failure(
             format!("could not connect to {}", endpoint.describe()),
         ),
         Failure::Status(status) => CallError::http_status(*status, delivery),
+        // Before the call went out, a connection that breaks is one that could not be
+        // used: the server was not reached.
+        Failure::Broken if delivery == Delivery::NotSent => CallError::new(
+            ErrorKind::Connect,
+            Delivery::NotSent,
+            format!(
+                "the connection to {} closed before the call was sent",
+                endpoint.describe()
+            ),
+        ),
         Failure::Broken => CallError::new(
             ErrorKind::Protocol,
             delivery,

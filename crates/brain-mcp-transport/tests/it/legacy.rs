@@ -265,7 +265,10 @@ async fn faults_before_the_call_are_not_sent() {
 #[tokio::test]
 async fn a_server_that_never_answers_times_out_within_the_deadline() {
     let (server, _) = server().await;
-    let client = client(EraPreference::Legacy);
+    let mut options = brain_mcp_transport::ClientOptions::default().era(EraPreference::Legacy);
+    // The unanswered initialize gets this long to reveal a session before it is dropped.
+    options.close_timeout = Duration::from_millis(500);
+    let client = brain_mcp_transport::McpClient::new(options);
     let endpoint = Endpoint::http(server.fault_url(HttpFault::Hang), None);
     let ran = run(
         &client,

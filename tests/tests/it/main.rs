@@ -1,0 +1,6 @@
+//! Reliability: the fault matrix, leak accounting, the secrets check and a short soak.
+
+mod leaks;
+mod matrix;
+mod scripted;
+mod soak;

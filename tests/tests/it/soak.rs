@@ -1,0 +1,313 @@
+//! The soak: many calls through one `ToolHost`, a few of them hitting faults and some
+//! cancelled mid-call; every call ends with exactly one result of the expected kind,
+//! nothing leaks, and memory does not grow. `BRAIN_SOAK_CALLS` sets the number of calls
+//! (1,000 here; `cargo xtask soak` runs 10,000 in release).
+
+use std::{
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicU64, AtomicUsize, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use brain_mcp_testkit::HttpFault;
+use brain_tools::{CallScope, ClientOptions, EraPreference, McpClient, ToolHost};
+use brain_tools_config::HostConfig;
+use brain_tools_events::{ContentBlock, ToolEvent};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    leaks::{children, open_fds, rss_kib, settle},
+    matrix::{Servers, build_testkit},
+};
+
+const CONCURRENCY: usize = 64;
+
+/// A tiny deterministic generator (xorshift), so a failing run can be replayed.
+struct Dice(AtomicU64);
+
+impl Dice {
+    fn roll(&self, sides: u64) -> u64 {
+        let mut x = self.0.load(Ordering::Relaxed);
+        loop {
+            let mut next = x;
+            next ^= next << 13;
+            next ^= next >> 7;
+            next ^= next << 17;
+            match self
+                .0
+                .compare_exchange(x, next, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return next % sides,
+                Err(seen) => x = seen,
+            }
+        }
+    }
+}
+
+/// What a call of each binding must end with.
+fn expected(tool: &str) -> &'static str {
+    match tool {
+        "echo_legacy" | "echo_modern" | "progress_legacy" | "progress_modern" | "echo_stdio" => {
+            "ok"
+        }
+        "unauthorized" => "http_status",
+        "garbled" => "protocol",
+        "dropped" => "protocol",
+        "failing" => "tool_error",
+        "oversized" => "output_too_large",
+        "refused" => "connect",
+        "cancelled_legacy" | "cancelled_modern" => "cancelled",
+        _ => "?",
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn soak() {
+    let _serial = crate::leaks::serial().await;
+    build_testkit();
+    let total: usize = std::env::var("BRAIN_SOAK_CALLS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1000);
+    // The servers run as child processes: the memory measured here is the client's.
+    let servers = Servers::out_of_process_with(&["--no-call-details"]);
+    let (legacy_url, modern_url) = (servers.legacy_url.clone(), servers.modern_url.clone());
+    let fault = |segment: &str| {
+        format!(
+            "{}/fault/{segment}/mcp",
+            legacy_url.trim_end_matches("/mcp")
+        )
+    };
+    let refused = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}/mcp", listener.local_addr().unwrap())
+    };
+    let stdio = brain_mcp_testkit::stdio_binary_path();
+    let binding = |name: &str, server: Value, tool: &str| {
+        let mut binding = json!({"name": name, "input_schema": {"type": "object"}, "mcp_tool": tool,
+                                 "tenants": ["local"], "timeout_seconds": 10});
+        for (key, value) in server.as_object().unwrap() {
+            binding[key] = value.clone();
+        }
+        binding
+    };
+    let url = |url: String| json!({"url": url});
+    let tools = vec![
+        binding("echo_legacy", url(legacy_url.clone()), "echo"),
+        binding("echo_modern", url(modern_url.clone()), "echo"),
+        binding("progress_legacy", url(legacy_url.clone()), "progress"),
+        binding("progress_modern", url(modern_url.clone()), "progress"),
+        binding(
+            "echo_stdio",
+            json!({"command": {"program": stdio, "args": ["--era", "legacy"]}}),
+            "echo",
+        ),
+        binding(
+            "unauthorized",
+            url(fault(HttpFault::Status401.path_segment())),
+            "echo",
+        ),
+        binding(
+            "garbled",
+            url(fault(HttpFault::MalformedJson.path_segment())),
+            "echo",
+        ),
+        binding("dropped", url(legacy_url.clone()), "drop_mid_stream"),
+        binding("failing", url(modern_url.clone()), "error"),
+        {
+            let mut b = binding("oversized", url(modern_url.clone()), "big");
+            b["max_output_bytes"] = json!(10_000);
+            b
+        },
+        binding("refused", url(refused), "echo"),
+        binding("cancelled_legacy", url(legacy_url.clone()), "sleep"),
+        binding("cancelled_modern", url(modern_url.clone()), "sleep"),
+    ];
+    let loaded = HostConfig::from_json_value_with_env(&json!({"tools": tools}), |_| true).unwrap();
+    let client = McpClient::new(ClientOptions::default().era(EraPreference::Auto));
+    let host = ToolHost::builder(loaded.config)
+        .client(client.clone())
+        .build()
+        .unwrap();
+
+    let fds_before = open_fds();
+    let children_before = children();
+    let next = Arc::new(AtomicUsize::new(0));
+    let dice = Arc::new(Dice(AtomicU64::new(0x9e37_79b9_7f4a_7c15)));
+    let counts = Arc::new(Mutex::new(
+        std::collections::BTreeMap::<&'static str, usize>::new(),
+    ));
+    let warm_rss = Arc::new(AtomicU64::new(0));
+    let warm_up = total / 5;
+    let started = Instant::now();
+    let mut workers = Vec::new();
+    for _ in 0..CONCURRENCY {
+        let (host, next, dice, counts, warm_rss) = (
+            host.clone(),
+            next.clone(),
+            dice.clone(),
+            counts.clone(),
+            warm_rss.clone(),
+        );
+        workers.push(tokio::spawn(async move {
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= total {
+                    break;
+                }
+                if i == warm_up {
+                    warm_rss.store(rss_kib(), Ordering::Relaxed);
+                }
+                let roll = dice.roll(100);
+                let (tool, arguments, cancel_after) = match roll {
+                    0..5 => {
+                        const FAULTS: [&str; 6] = [
+                            "unauthorized",
+                            "garbled",
+                            "dropped",
+                            "failing",
+                            "oversized",
+                            "refused",
+                        ];
+                        let tool = FAULTS[dice.roll(FAULTS.len() as u64) as usize];
+                        let arguments = match tool {
+                            "dropped" => json!({"after_progress": 1}),
+                            "oversized" => json!({"bytes": 50_000}),
+                            _ => json!({}),
+                        };
+                        (tool, arguments, None)
+                    }
+                    5..8 => {
+                        let tool = if roll % 2 == 0 {
+                            "cancelled_legacy"
+                        } else {
+                            "cancelled_modern"
+                        };
+                        (
+                            tool,
+                            json!({"ms": 5_000}),
+                            Some(Duration::from_millis(10 + dice.roll(90))),
+                        )
+                    }
+                    8 => ("echo_stdio", json!({"message": format!("m{i}")}), None),
+                    _ => {
+                        let tool = [
+                            "echo_legacy",
+                            "echo_modern",
+                            "progress_legacy",
+                            "progress_modern",
+                        ][i % 4];
+                        let arguments = if tool.starts_with("echo") {
+                            json!({"message": format!("m{i}")})
+                        } else {
+                            json!({"steps": 2, "delay_ms": 1})
+                        };
+                        (tool, arguments, None)
+                    }
+                };
+                let cancel = CancellationToken::new();
+                if let Some(after) = cancel_after {
+                    let cancel = cancel.clone();
+                    tokio::spawn(async move {
+                        tokio::time::sleep(after).await;
+                        cancel.cancel();
+                    });
+                }
+                let sink = Mutex::new(Vec::new());
+                let scope = CallScope::new("local", "soak", format!("call-{i}"));
+                let result = host.call(&scope, tool, arguments, cancel, &sink).await;
+                let kind = result
+                    .error
+                    .as_ref()
+                    .map_or("ok", |error| error.kind.as_str());
+                assert_eq!(
+                    kind,
+                    expected(tool),
+                    "call {i} ({tool}): {:?}",
+                    result.error
+                );
+                let events = sink.into_inner().unwrap();
+                assert_eq!(
+                    events
+                        .iter()
+                        .filter(|e| matches!(e, ToolEvent::Result(_)))
+                        .count(),
+                    1,
+                    "call {i}"
+                );
+                assert_eq!(
+                    events.last(),
+                    Some(&ToolEvent::Result(result.clone())),
+                    "call {i}"
+                );
+                if tool.starts_with("echo") {
+                    assert_eq!(
+                        result.content,
+                        vec![ContentBlock::text(format!("m{i}"))],
+                        "call {i}"
+                    );
+                }
+                *counts
+                    .lock()
+                    .unwrap()
+                    .entry(if kind == "ok" { "ok" } else { expected(tool) })
+                    .or_default() += 1;
+            }
+        }));
+    }
+    for worker in workers {
+        worker.await.unwrap();
+    }
+    let elapsed = started.elapsed();
+    client.shutdown(Duration::from_secs(30)).await;
+    let stats = client.stats();
+    assert_eq!(
+        (
+            stats.calls_in_flight,
+            stats.background_tasks,
+            stats.child_processes
+        ),
+        (0, 0, 0),
+        "{stats:?}"
+    );
+    let children_after = settle(children, children_before, Duration::from_secs(5)).await;
+    assert_eq!(children_after, children_before, "no child process left");
+    let counted = servers.stop();
+    let open_sessions: u64 = counted.iter().map(|c| c.open_sessions()).sum();
+    assert_eq!(counted.len(), 2, "both servers reported");
+    assert_eq!(open_sessions, 0, "every session closed");
+    let end_rss = rss_kib();
+    let warm = warm_rss.load(Ordering::Relaxed);
+    let counts = counts.lock().unwrap().clone();
+    let faults: usize = counts
+        .iter()
+        .filter(|(k, _)| !matches!(**k, "ok" | "cancelled"))
+        .map(|(_, n)| n)
+        .sum();
+    eprintln!(
+        "soak: {total} calls in {:.1} s ({:.0}/s), {CONCURRENCY} at a time; outcomes {counts:?}; \
+         faults {faults}, cancels {}; rss after warm-up {warm} KiB, at the end {end_rss} KiB; \
+         leaks: calls {}, tasks {}, children {}, sessions {}",
+        elapsed.as_secs_f64(),
+        total as f64 / elapsed.as_secs_f64(),
+        counts.get("cancelled").copied().unwrap_or(0),
+        stats.calls_in_flight,
+        stats.background_tasks,
+        children_after - children_before,
+        open_sessions,
+    );
+    drop(host);
+    drop(client);
+    let fds = settle(open_fds, fds_before, Duration::from_secs(5)).await;
+    assert!(
+        fds <= fds_before,
+        "file descriptors: {fds_before} before, {fds} after"
+    );
+    assert!(
+        end_rss <= warm + warm / 10,
+        "memory grew: {warm} KiB after warm-up, {end_rss} KiB at the end"
+    );
+}

