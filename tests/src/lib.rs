@@ -21,6 +21,7 @@
 //!
 //! Every mode is bounded by a deadline and never waits for a server longer than that.
 
+pub mod bench;
 mod bindings;
 mod checks;
 mod interop;

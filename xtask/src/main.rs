@@ -4,9 +4,13 @@
 //! with a `pub(crate) fn run(args: &[String]) -> anyhow::Result<()>` and add a line to
 //! [`COMMANDS`].
 
+mod bench;
 mod conformance;
+mod demo;
+mod fuzz;
 mod peers;
 mod results;
+mod soak;
 mod test;
 mod util;
 
@@ -26,10 +30,26 @@ const COMMANDS: &[(&str, &str, Command)] = &[
         "official MCP suite (2025-11-25 and 2026-07-28), our scenarios, interop matrix",
         conformance::run,
     ),
-    ("demo", "not implemented yet", not_implemented),
-    ("bench", "not implemented yet", not_implemented),
-    ("soak", "not implemented yet", not_implemented),
-    ("fuzz", "not implemented yet", not_implemented),
+    (
+        "demo",
+        "discover the testkit's tools, write a host config, run one call with progress",
+        demo::run,
+    ),
+    (
+        "bench",
+        "side-by-side figures: ours, the floor, the TypeScript and Python SDKs (release)",
+        bench::run,
+    ),
+    (
+        "soak",
+        "10,000 calls with faults and cancels; leaks and memory (release) [--calls N]",
+        soak::run,
+    ),
+    (
+        "fuzz",
+        "run the libFuzzer targets (needs cargo-fuzz) [--seconds N] [--target NAME]",
+        fuzz::run,
+    ),
 ];
 
 fn main() -> ExitCode {
@@ -59,8 +79,4 @@ fn usage() {
     for (name, help, _) in COMMANDS {
         eprintln!("  {name:<12} {help}");
     }
-}
-
-fn not_implemented(_: &[String]) -> anyhow::Result<()> {
-    anyhow::bail!("not implemented yet")
 }

