@@ -76,10 +76,13 @@ async fn run(args: &[String]) -> anyhow::Result<Value> {
             let calls = number(args, "--calls", 300)?;
             let warmup = number(args, "--warmup", 30)?;
             match flag_value(args, "--client") {
-                Some("floor") => floor(url, calls, warmup).await,
+                Some("floor") => floor(url, false, calls, warmup).await,
+                Some("floor-modern") => floor(url, true, calls, warmup).await,
                 Some("legacy") => ours(url, EraPreference::Legacy, calls, warmup).await,
                 Some("modern") => ours(url, EraPreference::Modern, calls, warmup).await,
-                other => bail!("--client takes legacy, modern or floor, not {other:?}"),
+                other => {
+                    bail!("--client takes legacy, modern, floor or floor-modern, not {other:?}")
+                }
             }
         }
         Some("concurrent") => {
@@ -190,8 +193,9 @@ async fn ours(url: &str, era: EraPreference, calls: u64, warmup: u64) -> anyhow:
     Ok(summary(name, latencies, elapsed))
 }
 
-/// One persistent rmcp session, one POST per call, over the same kind of pooled client.
-async fn floor(url: &str, calls: u64, warmup: u64) -> anyhow::Result<Value> {
+/// One persistent rmcp session, one POST per call, over the same kind of pooled client;
+/// with `modern`, one rmcp client in the 2026-07-28 lifecycle instead (no session).
+async fn floor(url: &str, modern: bool, calls: u64, warmup: u64) -> anyhow::Result<Value> {
     // Building our client installs the TLS provider reqwest needs.
     let _ours = McpClient::new(ClientOptions::default());
     let http = reqwest::Client::builder()
@@ -202,7 +206,19 @@ async fn floor(url: &str, calls: u64, warmup: u64) -> anyhow::Result<Value> {
         http,
         StreamableHttpClientTransportConfig::with_uri(url),
     );
-    let client = ().serve(transport).await.context("the floor's handshake")?;
+    let client = if modern {
+        rmcp::service::serve_client_with_lifecycle(
+            (),
+            transport,
+            rmcp::service::ClientLifecycleMode::Discover {
+                preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+            },
+        )
+        .await
+        .context("the floor's discovery")?
+    } else {
+        ().serve(transport).await.context("the floor's handshake")?
+    };
     let call = |i: u64| {
         let params = CallToolRequestParams::new("echo").with_arguments(
             json!({"message": "hello"})
@@ -229,11 +245,12 @@ async fn floor(url: &str, calls: u64, warmup: u64) -> anyhow::Result<Value> {
     }
     let elapsed = started.elapsed();
     let _ = client.cancel().await;
-    Ok(summary(
-        "floor: one persistent rmcp session",
-        latencies,
-        elapsed,
-    ))
+    let name = if modern {
+        "rmcp alone, 2026-07-28 stateless"
+    } else {
+        "floor: one persistent rmcp session"
+    };
+    Ok(summary(name, latencies, elapsed))
 }
 
 async fn concurrent(

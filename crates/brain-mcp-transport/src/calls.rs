@@ -36,6 +36,8 @@ const WRITTEN: u8 = 2;
 pub(crate) enum Failure {
     /// The connection could not be made; the request was not written.
     Connect,
+    /// The request could not be built (an invalid URL); nothing was sent.
+    InvalidUrl,
     /// The server answered with this HTTP status.
     Status(u16),
     /// The connection broke while the request or response was in flight.

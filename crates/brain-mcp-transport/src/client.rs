@@ -55,7 +55,10 @@ pub enum ServerRequestPolicy {
 pub struct ClientOptions {
     /// Which era to speak to HTTP servers.
     pub era: EraPreference,
-    /// How long what a server supports is remembered (capped by the server's own `ttlMs`).
+    /// How long what a server supports is remembered (and a 2026-07-28 client kept).
+    /// A client whose connection died is replaced at once, whatever its age. The
+    /// `ttlMs` of a `server/discover` answer is not used: servers send 0 ("do not cache
+    /// this answer"), which would cost a probe per call for what rarely changes.
     pub discovery_ttl: Duration,
     /// How many servers are remembered; the least recently used is forgotten first.
     pub discovery_capacity: usize,
@@ -272,17 +275,12 @@ impl McpClient {
         let slot = match self.lookup(&key) {
             Some(Known::Legacy) => return Ok(None),
             Some(Known::Modern(slot)) => slot,
-            None => self.remember(key.clone(), Known::Modern(Arc::default()), None),
+            None => self.remember(key.clone(), Known::Modern(Arc::default())),
         };
         match ModernSlot::get(&slot, self, endpoint, deadline, cancel).await {
-            Ok(client) => {
-                if let Some(ttl) = client.ttl() {
-                    self.cap_expiry(&key, ttl);
-                }
-                Ok(Some(client))
-            }
+            Ok(client) => Ok(Some(client)),
             Err(crate::modern::OpenError::Legacy) => {
-                self.remember(key, Known::Legacy, None);
+                self.remember(key, Known::Legacy);
                 Ok(None)
             }
             Err(crate::modern::OpenError::Failed(error)) => {
@@ -307,7 +305,7 @@ impl McpClient {
         match ModernClient::open(self, endpoint, deadline, cancel).await {
             Ok(client) => Ok(Some(client)),
             Err(crate::modern::OpenError::Legacy) => {
-                self.remember(key, Known::Legacy, None);
+                self.remember(key, Known::Legacy);
                 Ok(None)
             }
             Err(crate::modern::OpenError::Failed(error)) => Err(error),
@@ -373,11 +371,9 @@ impl McpClient {
     }
 
     /// Remembers what a server supports; returns the slot when it is a modern one.
-    fn remember(&self, key: ServerKey, known: Known, ttl: Option<Duration>) -> Arc<ModernSlot> {
+    fn remember(&self, key: ServerKey, known: Known) -> Arc<ModernSlot> {
         let now = Instant::now();
-        let ttl = ttl.map_or(self.inner.options.discovery_ttl, |ttl| {
-            ttl.min(self.inner.options.discovery_ttl)
-        });
+        let ttl = self.inner.options.discovery_ttl;
         let mut servers = self.servers();
         if servers.len() >= self.inner.options.discovery_capacity.max(1)
             && !servers.contains_key(&key)
@@ -403,15 +399,6 @@ impl McpClient {
             },
         );
         slot
-    }
-
-    fn cap_expiry(&self, key: &ServerKey, ttl: Duration) {
-        if let Some(entry) = self.servers().get_mut(key) {
-            let capped = Instant::now() + ttl;
-            if capped < entry.expires {
-                entry.expires = capped;
-            }
-        }
     }
 
     fn forget(&self, key: &ServerKey, slot: &Arc<ModernSlot>) {

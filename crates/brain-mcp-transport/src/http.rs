@@ -257,6 +257,7 @@ impl HttpBackend {
                 self.failed(call, Failure::Connect);
                 StreamableHttpError::Client(HttpError::Connect)
             } else if error.is_builder() {
+                self.failed(call, Failure::InvalidUrl);
                 StreamableHttpError::Client(HttpError::Build)
             } else {
                 self.failed(call, Failure::Broken);
@@ -412,8 +413,16 @@ fn sse_answers(sse: &Sse, expected: Option<&RequestId>) -> bool {
     if expected.is_none() || !looks_like_response {
         return true;
     }
-    serde_json::from_str::<ServerJsonRpcMessage>(data)
-        .map_or(true, |message| answers(&message, expected))
+    // Only the id is read: serde skips the rest without building it.
+    #[derive(serde::Deserialize)]
+    struct Envelope {
+        id: Option<RequestId>,
+    }
+    serde_json::from_str::<Envelope>(data).map_or(true, |envelope| {
+        envelope.id.is_some_and(|id| {
+            expected.is_some_and(|expected| id.to_string() == expected.to_string())
+        })
+    })
 }
 
 /// Routes an SSE event to its call if it is one of the call's progress notifications;

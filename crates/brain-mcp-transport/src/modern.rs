@@ -245,11 +245,6 @@ impl ModernClient {
         self.peer.is_transport_closed() || self.lifetime.is_cancelled()
     }
 
-    /// How long the server said its discovery answer may be cached, if it did.
-    pub(crate) fn ttl(&self) -> Option<Duration> {
-        None
-    }
-
     /// What the transport recorded about requests that were not calls (for a client
     /// used once).
     pub(crate) fn failure(&self) -> Option<crate::calls::Failure> {

@@ -379,6 +379,11 @@ pub(crate) fn from_failure(
             Delivery::NotSent,
             format!("could not connect to {}", endpoint.describe()),
         ),
+        Failure::InvalidUrl => CallError::new(
+            ErrorKind::Connect,
+            Delivery::NotSent,
+            "the endpoint URL is not a valid http or https URL",
+        ),
         Failure::Status(status) => CallError::http_status(*status, delivery),
         // Before the call went out, a connection that breaks is one that could not be
         // used: the server was not reached.

@@ -322,3 +322,17 @@ async fn the_bearer_is_sent_on_every_request() {
         "Bearer tok-123"
     );
 }
+
+#[tokio::test]
+async fn an_invalid_url_says_so() {
+    for era in [EraPreference::Legacy, EraPreference::Auto] {
+        let client = client(era);
+        let ran = call(&client, &Endpoint::http("/mcp", None), "echo", json!({})).await;
+        assert_eq!(ran.error().kind(), ErrorKind::Connect, "{era:?}");
+        assert_eq!(ran.error().delivery(), Delivery::NotSent);
+        assert_eq!(
+            ran.error().detail(),
+            "the endpoint URL is not a valid http or https URL"
+        );
+    }
+}
