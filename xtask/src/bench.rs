@@ -23,6 +23,9 @@ use serde_json::{Value, json};
 
 use crate::{peers, util};
 
+/// One measurement, run once per round.
+type Measure<'a> = Box<dyn Fn() -> anyhow::Result<Value> + 'a>;
+
 /// The subcommand.
 pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     let mut rounds = 3usize;
@@ -76,7 +79,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     for (label, flags) in [("nodelay", vec![]), ("no-nodelay", vec!["--no-nodelay"])] {
         let server = start(&flags, &format!("testkit-{label}"))?;
         let url = server.url.clone();
-        let mut clients: Vec<(&str, Box<dyn Fn() -> anyhow::Result<Value>>)> = vec![
+        let mut clients: Vec<(&str, Measure)> = vec![
             (
                 "ours-legacy",
                 Box::new(|| {
