@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use brain_mcp_transport::{DiscoveredTool, Discovery, DiscoveryRequest, Endpoint, McpClient};
 use brain_tools::{CallScope, ToolHost};
-use brain_tools_config::HostConfig;
+use brain_tools_config::{HostConfig, McpServer, McpTarget, StdioCommand, Target, ToolBinding};
 use brain_tools_events::{ResultEvent, ToolEvent};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
@@ -32,38 +32,23 @@ pub(crate) enum Server {
 }
 
 impl Server {
-    pub(crate) fn endpoint(&self) -> Endpoint {
+    /// The server as a binding describes it.
+    fn config(&self) -> McpServer {
         match self {
-            Server::Http(url) => Endpoint::http(url.clone(), None),
+            Server::Http(url) => McpServer::Http {
+                url: url.clone(),
+                token_env: None,
+            },
             Server::Stdio { program, args, env } => {
-                let mut endpoint = brain_mcp_transport::StdioEndpoint::new(program, args);
-                for (key, value) in env {
-                    endpoint = endpoint.env(key, value);
-                }
-                Endpoint::Stdio(endpoint)
+                let mut command = StdioCommand::new(program, args);
+                command.env = env.clone();
+                McpServer::Stdio(command)
             }
         }
     }
 
-    /// The binding fields that say where the tool is (`url`, or `command`).
-    fn location(&self) -> Map<String, Value> {
-        let mut fields = Map::new();
-        match self {
-            Server::Http(url) => {
-                fields.insert("url".into(), json!(url));
-            }
-            Server::Stdio { program, args, env } => {
-                let env: Map<String, Value> = env
-                    .iter()
-                    .map(|(key, value)| (key.clone(), json!(value)))
-                    .collect();
-                fields.insert(
-                    "command".into(),
-                    json!({"program": program, "args": args, "env": env}),
-                );
-            }
-        }
-        fields
+    pub(crate) fn endpoint(&self) -> Endpoint {
+        brain_tools::endpoint_of(&self.config(), None)
     }
 }
 
@@ -181,57 +166,41 @@ pub(crate) fn bind(
     tools: &[DiscoveredTool],
     options: &BindOptions,
 ) -> anyhow::Result<Bound> {
-    let mut names = HashMap::new();
-    let mut taken = std::collections::HashSet::new();
-    let mut candidates = Vec::new();
-    let timeout = options.timeout_seconds.unwrap_or(20);
-    let mut add = |name: String,
-                   mcp_tool: &str,
-                   description: Option<&str>,
-                   input: Value,
-                   output: Option<Value>| {
-        let mut binding = Map::new();
-        binding.insert("name".into(), json!(name));
-        binding.insert("description".into(), json!(description.unwrap_or_default()));
-        binding.insert("input_schema".into(), input);
-        if let Some(output) = output {
-            binding.insert("output_schema".into(), output);
-        }
-        binding.extend(server.location());
-        binding.insert("mcp_tool".into(), json!(mcp_tool));
-        binding.insert("tenants".into(), json!([TENANT]));
-        let (mut seconds, mut bytes) = (timeout, None);
-        if let Some((_, t, b)) = options.limits.iter().find(|(tool, _, _)| tool == mcp_tool) {
-            seconds = t.unwrap_or(seconds);
-            bytes = *b;
-        }
-        binding.insert("timeout_seconds".into(), json!(seconds));
-        if let Some(bytes) = bytes {
-            binding.insert("max_output_bytes".into(), json!(bytes));
-        }
-        candidates.push((mcp_tool.to_owned(), name, Value::Object(binding)));
-    };
-    for tool in tools {
-        let name = unique(binding_name(&tool.name), &mut taken);
-        add(
-            name,
-            &tool.name,
-            tool.description.as_deref(),
-            Value::Object(tool.input_schema.clone()),
-            tool.output_schema.clone().map(Value::Object),
-        );
-    }
+    let config = server.config();
+    let tenants = [TENANT.to_owned()];
+    let chosen: Vec<&DiscoveredTool> = tools.iter().collect();
+    let mut bindings = brain_tools::bind_discovered(&chosen, &config, &tenants).bindings;
     for (name, mcp_tool, schema) in &options.extra {
-        let name = unique(binding_name(name), &mut taken);
-        add(name, mcp_tool, None, schema.clone(), None);
+        let schema = schema.as_object().cloned().unwrap_or_default();
+        let target = Target::Mcp(McpTarget::new(config.clone(), mcp_tool.clone()));
+        bindings.push(ToolBinding::new(
+            name.clone(),
+            schema,
+            tenants.to_vec(),
+            target,
+        ));
     }
+    let mut names = HashMap::new();
     let mut kept = Vec::new();
     let mut dropped = Vec::new();
-    for (mcp_tool, name, binding) in candidates {
-        let one = json!({ "tools": [binding.clone()] });
-        match HostConfig::from_json_value_with_env(&one, |_| true) {
+    for mut binding in bindings {
+        let mcp_tool = binding
+            .mcp()
+            .map(|mcp| mcp.mcp_tool.clone())
+            .unwrap_or_default();
+        binding.timeout_seconds = options.timeout_seconds.unwrap_or(20);
+        if let Some((_, seconds, bytes)) =
+            options.limits.iter().find(|(tool, _, _)| *tool == mcp_tool)
+        {
+            binding.timeout_seconds = seconds.unwrap_or(binding.timeout_seconds);
+            binding.max_output_bytes = bytes.unwrap_or(binding.max_output_bytes);
+        }
+        let binding = serde_json::to_value(&binding)?;
+        match HostConfig::from_json_value_with_env(&json!({ "tools": [binding] }), |_| true) {
             Ok(_) => {
-                names.entry(mcp_tool).or_insert(name);
+                names
+                    .entry(mcp_tool)
+                    .or_insert_with(|| binding["name"].as_str().unwrap_or_default().to_owned());
                 kept.push(binding);
             }
             Err(errors) => dropped.push((mcp_tool, errors.to_string())),
@@ -248,36 +217,6 @@ pub(crate) fn bind(
         names,
         dropped,
     })
-}
-
-/// A binding name for a server tool: `^[A-Za-z0-9_-]{1,64}$`.
-fn binding_name(tool: &str) -> String {
-    let name: String = tool
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(60)
-        .collect();
-    if name.is_empty() {
-        "tool".to_owned()
-    } else {
-        name
-    }
-}
-
-fn unique(name: String, taken: &mut std::collections::HashSet<String>) -> String {
-    let mut candidate = name.clone();
-    let mut n = 2;
-    while !taken.insert(candidate.clone()) {
-        candidate = format!("{name}_{n}");
-        n += 1;
-    }
-    candidate
 }
 
 /// Arguments that satisfy a tool's `required` list with placeholder values by type.
@@ -319,14 +258,6 @@ pub(crate) fn placeholder_arguments(schema: &Map<String, Value>) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn binding_names_are_valid_and_unique() {
-        let mut taken = std::collections::HashSet::new();
-        assert_eq!(unique(binding_name("a.b c"), &mut taken), "a_b_c");
-        assert_eq!(unique(binding_name("a_b_c"), &mut taken), "a_b_c_2");
-        assert_eq!(binding_name(""), "tool");
-    }
 
     #[test]
     fn placeholders_follow_types_and_enums() {

@@ -45,6 +45,7 @@ pub use fault::HttpFault;
 pub use http::TestServer;
 pub use options::{Era, ServerOptions};
 pub use stdio::{
-    EXIT_MID_CALL_STATUS, StdioOptions, http_binary_path, serve_stdio, stdio_binary_path,
+    EXIT_MID_CALL_STATUS, StdioOptions, build_binaries, http_binary_path, serve_stdio,
+    stdio_binary_path,
 };
 pub use tools::tool_names;

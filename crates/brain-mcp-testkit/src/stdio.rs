@@ -334,6 +334,38 @@ fn binary_path(name: &str, env_override: &str) -> PathBuf {
     dir.join(file)
 }
 
+/// Builds the testkit's binaries (once per process), for tests in other crates that spawn
+/// them: runs `cargo build -p brain-mcp-testkit --bins` with the cargo that runs the
+/// tests (a no-op when they are up to date). Panics when the build fails.
+pub fn build_binaries() {
+    static BUILT: std::sync::Once = std::sync::Once::new();
+    BUILT.call_once(|| {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let mut command = std::process::Command::new(cargo);
+        command.args(["build", "--quiet", "-p", "brain-mcp-testkit", "--bins"]);
+        if current_profile_is_release() {
+            command.arg("--release");
+        }
+        let status = command.status().expect("cargo runs");
+        assert!(status.success(), "building the testkit binaries failed");
+    });
+}
+
+/// Whether the running executable was built in the release profile.
+fn current_profile_is_release() -> bool {
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| {
+            exe.ancestors()
+                .find(|dir| {
+                    dir.parent()
+                        .is_some_and(|parent| parent.ends_with("target"))
+                })
+                .map(|dir| dir.ends_with("release"))
+        })
+        .unwrap_or(false)
+}
+
 /// The path of the `brain-mcp-testkit-stdio` binary, next to the running test executable
 /// (`target/<profile>/`), or the value of `BRAIN_MCP_TESTKIT_STDIO` when set.
 ///

@@ -189,6 +189,29 @@ pub(crate) struct Inner {
     pub(crate) children: Arc<AtomicUsize>,
 }
 
+impl Inner {
+    /// An HTTP backend for one transport of this client: its own registry of calls and a
+    /// lifetime under the client's.
+    pub(crate) fn backend(
+        &self,
+        registry: &Arc<crate::calls::Registry>,
+        lifetime: &CancellationToken,
+        standalone_stream: bool,
+    ) -> crate::http::HttpBackend {
+        crate::http::HttpBackend::new(
+            self.http.clone(),
+            Arc::clone(registry),
+            lifetime.clone(),
+            crate::http::BackendConfig {
+                standalone_stream,
+                max_response_bytes: self.options.max_response_bytes,
+                max_resumes: self.options.sse_reconnects,
+                initialize_grace: self.options.close_timeout,
+            },
+        )
+    }
+}
+
 impl Drop for Inner {
     fn drop(&mut self) {
         self.shutdown.cancel();

@@ -24,7 +24,7 @@ use crate::{
     endpoint::{Endpoint, HttpEndpoint},
     error::{CallError, Delivery, ErrorKind, one_line},
     handler::Handler,
-    http::{BackendConfig, HttpBackend, SessionTracker},
+    http::{HttpBackend, SessionTracker},
     modern::transport_config,
     run::{cancel_request, from_failure},
 };
@@ -76,17 +76,7 @@ pub(crate) async fn open(
     let inner = &client.inner;
     let registry = Arc::new(Registry::default());
     let lifetime = inner.shutdown.child_token();
-    let backend = HttpBackend::new(
-        inner.http.clone(),
-        Arc::clone(&registry),
-        lifetime.clone(),
-        BackendConfig {
-            standalone_stream: inner.options.standalone_stream,
-            max_response_bytes: inner.options.max_response_bytes,
-            max_resumes: inner.options.sse_reconnects,
-            initialize_grace: inner.options.close_timeout,
-        },
-    );
+    let backend = inner.backend(&registry, &lifetime, inner.options.standalone_stream);
     let closer = Closer {
         session: Arc::clone(backend.session()),
         backend: backend.clone(),

@@ -29,7 +29,7 @@ use crate::{
     endpoint::{Endpoint, HttpEndpoint},
     error::{CallError, Delivery, ErrorKind},
     handler::Handler,
-    http::{BackendConfig, HttpBackend, SessionTracker},
+    http::SessionTracker,
     run::from_failure,
 };
 
@@ -156,17 +156,7 @@ impl ModernClient {
         let inner = &client.inner;
         let registry = Arc::new(Registry::default());
         let lifetime = inner.shutdown.child_token();
-        let backend = HttpBackend::new(
-            inner.http.clone(),
-            Arc::clone(&registry),
-            lifetime.clone(),
-            BackendConfig {
-                standalone_stream: false,
-                max_response_bytes: inner.options.max_response_bytes,
-                max_resumes: inner.options.sse_reconnects,
-                initialize_grace: inner.options.close_timeout,
-            },
-        );
+        let backend = inner.backend(&registry, &lifetime, false);
         let session = Arc::clone(backend.session());
         let config = transport_config(endpoint, inner.options.sse_reconnects)
             .max_concurrent_requests(MAX_CONCURRENT_REQUESTS);

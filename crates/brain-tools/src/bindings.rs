@@ -2,7 +2,7 @@
 
 use std::collections::HashSet;
 
-use brain_mcp_transport::DiscoveredTool;
+use brain_mcp_transport::{DiscoveredTool, Endpoint, Secret, StdioEndpoint};
 use brain_tools_config::{McpServer, McpTarget, Target, ToolBinding};
 
 /// Bindings for discovered tools, and the tools that had to be renamed.
@@ -41,6 +41,26 @@ pub fn bind_discovered(tools: &[&DiscoveredTool], server: &McpServer, tenants: &
         })
         .collect();
     Bound { bindings, renamed }
+}
+
+/// Where an MCP binding's server is, as the transport reaches it, with the bearer
+/// (already read from the binding's `token_env`) for an HTTP server.
+pub fn endpoint_of(server: &McpServer, bearer: Option<Secret>) -> Endpoint {
+    match server {
+        McpServer::Stdio(command) => {
+            let mut endpoint = StdioEndpoint::new(&command.program, &command.args);
+            for (key, value) in &command.env {
+                endpoint = endpoint.env(key, value);
+            }
+            if let Some(cwd) = &command.cwd {
+                endpoint = endpoint.cwd(cwd);
+            }
+            Endpoint::Stdio(endpoint)
+        }
+        McpServer::Http { url, .. } => Endpoint::http(url.clone(), bearer),
+        // A kind of server this version does not know: an endpoint no call can open.
+        _ => Endpoint::http(String::new(), None),
+    }
 }
 
 /// A binding name the config accepts: `^[A-Za-z0-9_-]{1,64}$`, unique among `taken`.

@@ -8,7 +8,7 @@ use std::{
 };
 
 use brain_mcp_transport::{
-    CallError, CallRequest, ClientOptions, Endpoint, McpClient, Progress, Secret, StdioEndpoint,
+    CallError, CallRequest, ClientOptions, Endpoint, McpClient, Progress, Secret,
 };
 use brain_tools_config::{HostConfig, JsonObject, McpServer, Target, ToolBinding};
 use brain_tools_events::{
@@ -364,33 +364,17 @@ impl ToolHost {
         server: &McpServer,
         tool: &str,
     ) -> Result<(Endpoint, Option<Secret>), ToolError> {
-        match server {
-            McpServer::Http { url, token_env } => {
-                let bearer = match token_env {
-                    Some(variable) => match (self.inner.tokens)(variable) {
-                        Some(token) if !token.is_empty() => Some(Secret::new(token)),
-                        _ => return Err(missing_token(tool, variable)),
-                    },
-                    None => None,
-                };
-                Ok((Endpoint::http(url.clone(), bearer.clone()), bearer))
-            }
-            McpServer::Stdio(command) => {
-                let mut endpoint = StdioEndpoint::new(&command.program, &command.args);
-                for (key, value) in &command.env {
-                    endpoint = endpoint.env(key, value);
-                }
-                if let Some(cwd) = &command.cwd {
-                    endpoint = endpoint.cwd(cwd);
-                }
-                Ok((Endpoint::Stdio(endpoint), None))
-            }
-            _ => Err(ToolError::new(
-                ErrorKind::Executor,
-                Delivery::NotSent,
-                format!("{tool} uses a kind of MCP server this host does not know"),
-            )),
-        }
+        let bearer = match server {
+            McpServer::Http {
+                token_env: Some(variable),
+                ..
+            } => match (self.inner.tokens)(variable) {
+                Some(token) if !token.is_empty() => Some(Secret::new(token)),
+                _ => return Err(missing_token(tool, variable)),
+            },
+            _ => None,
+        };
+        Ok((crate::endpoint_of(server, bearer.clone()), bearer))
     }
 }
 

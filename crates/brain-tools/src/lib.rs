@@ -35,7 +35,7 @@ mod executor;
 mod host;
 mod sink;
 
-pub use bindings::{Bound, bind_discovered};
+pub use bindings::{Bound, bind_discovered, endpoint_of};
 pub use brain_mcp_transport::{
     ClientOptions, ClientStats, EraPreference, McpClient, Progress, Secret, ServerRequestPolicy,
 };

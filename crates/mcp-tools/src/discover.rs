@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use brain_mcp_transport::{
     ClientOptions, DiscoveredTool, DiscoveryRequest, Endpoint, EraPreference, ErrorKind, McpClient,
-    Secret, StdioEndpoint,
+    Secret,
 };
 use brain_tools_config::{HostConfig, McpServer, StdioCommand, ToolBinding};
 
@@ -48,20 +48,7 @@ pub(crate) fn stdio_command(command: &str) -> Result<StdioCommand, Exit> {
 }
 
 pub(crate) fn endpoint(server: &McpServer, bearer: Option<Secret>) -> Endpoint {
-    match server {
-        McpServer::Http { url, .. } => Endpoint::http(url.clone(), bearer),
-        McpServer::Stdio(command) => {
-            let mut endpoint = StdioEndpoint::new(&command.program, &command.args);
-            for (key, value) in &command.env {
-                endpoint = endpoint.env(key, value);
-            }
-            if let Some(cwd) = &command.cwd {
-                endpoint = endpoint.cwd(cwd);
-            }
-            Endpoint::Stdio(endpoint)
-        }
-        _ => Endpoint::http(String::new(), None),
-    }
+    brain_tools::endpoint_of(server, bearer)
 }
 
 /// What a failed discovery prints.

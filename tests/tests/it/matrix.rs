@@ -811,15 +811,7 @@ async fn the_fault_matrix() {
 
 /// Builds the testkit binaries once per test run.
 pub(crate) fn build_testkit() {
-    static BUILT: std::sync::Once = std::sync::Once::new();
-    BUILT.call_once(|| {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = std::process::Command::new(cargo)
-            .args(["build", "--quiet", "-p", "brain-mcp-testkit", "--bins"])
-            .status()
-            .expect("cargo runs");
-        assert!(status.success(), "building the testkit binaries failed");
-    });
+    brain_mcp_testkit::build_binaries();
 }
 
 /// A writer into a shared buffer, for capturing logs.

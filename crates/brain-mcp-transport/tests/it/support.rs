@@ -1,10 +1,6 @@
 //! Helpers: run a call and collect its progress; build the stdio testkit once.
 
-use std::{
-    process::Command,
-    sync::OnceLock,
-    time::{Duration, Instant},
-};
+use std::time::{Duration, Instant};
 
 use brain_mcp_transport::{
     CallError, CallOutcome, CallRequest, ClientOptions, Endpoint, EraPreference, McpClient,
@@ -88,20 +84,10 @@ pub(crate) async fn call(
 
 /// The stdio testkit binary, built once per test run.
 pub(crate) fn stdio_server() -> String {
-    static BUILT: OnceLock<String> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-            let status = Command::new(cargo)
-                .args(["build", "--quiet", "-p", "brain-mcp-testkit", "--bins"])
-                .status()
-                .expect("cargo runs");
-            assert!(status.success(), "building the testkit binaries failed");
-            brain_mcp_testkit::stdio_binary_path()
-                .to_string_lossy()
-                .into_owned()
-        })
-        .clone()
+    brain_mcp_testkit::build_binaries();
+    brain_mcp_testkit::stdio_binary_path()
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// A deadline plus the grace a failing call may take to say so.

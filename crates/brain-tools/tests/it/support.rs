@@ -1,10 +1,6 @@
 //! A host over the testkit, and a sink that keeps events.
 
-use std::{
-    process::Command,
-    sync::{Mutex, OnceLock},
-    time::Duration,
-};
+use std::{sync::Mutex, time::Duration};
 
 use brain_mcp_testkit::{Era, ServerOptions, TestServer};
 use brain_tools::{CallScope, ClientOptions, EraPreference, McpClient, ToolHost};
@@ -94,20 +90,10 @@ pub(crate) async fn server(era: Era) -> TestServer {
 
 /// The stdio testkit binary, built once per test run.
 pub(crate) fn stdio_server() -> String {
-    static BUILT: OnceLock<String> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-            let status = Command::new(cargo)
-                .args(["build", "--quiet", "-p", "brain-mcp-testkit", "--bins"])
-                .status()
-                .expect("cargo runs");
-            assert!(status.success(), "building the testkit binaries failed");
-            brain_mcp_testkit::stdio_binary_path()
-                .to_string_lossy()
-                .into_owned()
-        })
-        .clone()
+    brain_mcp_testkit::build_binaries();
+    brain_mcp_testkit::stdio_binary_path()
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// Every way to reach the testkit: (label, host, server to read counters from).
