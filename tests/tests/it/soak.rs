@@ -141,7 +141,8 @@ async fn soak() {
         std::collections::BTreeMap::<&'static str, usize>::new(),
     ));
     let warm_rss = Arc::new(AtomicU64::new(0));
-    let warm_up = total / 5;
+    // Long enough for pools and allocator arenas to reach their working size.
+    let warm_up = (total / 5).max(500).min(total / 2);
     let started = Instant::now();
     let mut workers = Vec::new();
     for _ in 0..CONCURRENCY {
