@@ -78,6 +78,7 @@ async fn run(args: &[String]) -> anyhow::Result<Value> {
             match flag_value(args, "--client") {
                 Some("floor") => floor(url, false, calls, warmup).await,
                 Some("floor-modern") => floor(url, true, calls, warmup).await,
+                Some("transport-modern") => transport_only(url, calls, warmup).await,
                 Some("legacy") => ours(url, EraPreference::Legacy, calls, warmup).await,
                 Some("modern") => ours(url, EraPreference::Modern, calls, warmup).await,
                 other => {
@@ -191,6 +192,49 @@ async fn ours(url: &str, era: EraPreference, calls: u64, warmup: u64) -> anyhow:
         "ours, 2026-07-28 stateless"
     };
     Ok(summary(name, latencies, elapsed))
+}
+
+/// Our transport alone (no `ToolHost`), 2026-07-28: where the time of a call goes.
+async fn transport_only(url: &str, calls: u64, warmup: u64) -> anyhow::Result<Value> {
+    let client = McpClient::new(ClientOptions::default().era(EraPreference::Modern));
+    let endpoint = Endpoint::http(url, None);
+    let arguments = json!({"message": "hello"})
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    let call = |i: u64| {
+        let request = brain_mcp_transport::CallRequest::new(
+            endpoint.clone(),
+            "echo",
+            format!("c{i}"),
+            Duration::from_secs(30),
+        )
+        .arguments(arguments.clone());
+        let client = client.clone();
+        async move {
+            client
+                .call(request)
+                .await
+                .map_err(|error| anyhow::anyhow!("{error}"))
+        }
+    };
+    for i in 0..warmup {
+        call(i).await?;
+    }
+    let mut latencies = Vec::with_capacity(calls as usize);
+    let started = Instant::now();
+    for i in 0..calls {
+        let one = Instant::now();
+        call(i).await?;
+        latencies.push(one.elapsed());
+    }
+    let elapsed = started.elapsed();
+    client.shutdown(Duration::from_secs(10)).await;
+    Ok(summary(
+        "our transport alone, 2026-07-28",
+        latencies,
+        elapsed,
+    ))
 }
 
 /// One persistent rmcp session, one POST per call, over the same kind of pooled client;
