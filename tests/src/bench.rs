@@ -70,6 +70,9 @@ fn number(args: &[String], flag: &str, default: u64) -> anyhow::Result<u64> {
 }
 
 async fn run(args: &[String]) -> anyhow::Result<Value> {
+    if args.first().map(String::as_str) == Some("config") {
+        return config(number(args, "--bindings", 10_000)?);
+    }
     let url = flag_value(args, "--url").context("--url is required")?;
     match args.first().map(String::as_str) {
         Some("seq") => {
@@ -192,6 +195,56 @@ async fn ours(url: &str, era: EraPreference, calls: u64, warmup: u64) -> anyhow:
         "ours, 2026-07-28 stateless"
     };
     Ok(summary(name, latencies, elapsed))
+}
+
+/// Loading a host config of `n` bindings (each with its own small schema), and building
+/// the host from it: time and memory.
+fn config(n: u64) -> anyhow::Result<Value> {
+    let tools: Vec<Value> = (0..n)
+        .map(|i| {
+            json!({
+                "name": format!("tool_{i:05}"),
+                "description": format!("Tool number {i}."),
+                "input_schema": {
+                    "type": "object",
+                    "properties": {
+                        "query": {"type": "string", "minLength": 1},
+                        "limit": {"type": "integer", "minimum": 1, "maximum": i % 100 + 1}
+                    },
+                    "required": ["query"]
+                },
+                "url": format!("https://mcp{}.example.com/mcp", i % 50),
+                "mcp_tool": "search",
+                "token_env": "MCP_API_KEY",
+                "tenants": ["local", format!("tenant-{}", i % 10)]
+            })
+        })
+        .collect();
+    let bytes = serde_json::to_vec(&json!({ "tools": tools }))?;
+    let (before, _) = memory();
+    let started = Instant::now();
+    let loaded = HostConfig::from_json_bytes_with_env(&bytes, |_| true)
+        .map_err(|errors| anyhow::anyhow!("{errors}"))?;
+    let loading = started.elapsed();
+    let (after_load, _) = memory();
+    let started = Instant::now();
+    let host = ToolHost::new(&loaded.config)?;
+    let building = started.elapsed();
+    let (after_host, peak) = memory();
+    anyhow::ensure!(
+        host.tools_for("local").len() as u64 == n,
+        "every binding is visible"
+    );
+    Ok(json!({
+        "bindings": n,
+        "config_bytes": bytes.len(),
+        "load_ms": loading.as_secs_f64() * 1000.0,
+        "build_host_ms": building.as_secs_f64() * 1000.0,
+        "rss_before_kib": before,
+        "rss_after_load_kib": after_load,
+        "rss_after_host_kib": after_host,
+        "peak_rss_kib": peak,
+    }))
 }
 
 /// Our transport alone (no `ToolHost`), 2026-07-28: where the time of a call goes.

@@ -13,6 +13,7 @@
 //!    one call's server streams 100 MiB against a 1 MiB budget.
 //! 4. Discovery of 1,000 tools over 10 pages.
 //! 5. The sequential case against a server without `TCP_NODELAY`.
+//! 6. Loading a host config of 10,000 bindings, and building the host from it.
 //!
 //! Prints a markdown report and writes `target/bench/bench.json`.
 
@@ -259,6 +260,9 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     let discovery = bench(&["discover", "--url", &server.url])?;
     drop(server);
 
+    eprintln!("bench: config");
+    let config = bench(&["config", "--bindings", "10000"])?;
+
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     let report = json!({
         "cores": cores,
@@ -273,6 +277,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         "concurrency": concurrency,
         "memory": {"inflight_legacy": inflight_legacy, "inflight_modern": inflight_modern, "stream": stream},
         "discovery": discovery,
+        "config": config,
     });
     let path = out.join("bench.json");
     std::fs::write(&path, serde_json::to_vec_pretty(&report)?)?;
@@ -402,6 +407,18 @@ fn markdown(report: &Value) -> String {
         discovery["tools"],
         discovery["pages"],
         discovery["median_ms"].as_f64().unwrap_or(0.0)
+    );
+    let config = &report["config"];
+    let _ = writeln!(
+        md,
+        "\n### Host config\n\n{} bindings ({} bytes of JSON): loaded and validated in {:.0} ms (RSS {} → {} KiB); ToolHost built in {:.0} ms (RSS {} KiB).",
+        config["bindings"],
+        config["config_bytes"],
+        config["load_ms"].as_f64().unwrap_or(0.0),
+        config["rss_before_kib"],
+        config["rss_after_load_kib"],
+        config["build_host_ms"].as_f64().unwrap_or(0.0),
+        config["rss_after_host_kib"],
     );
     md
 }
