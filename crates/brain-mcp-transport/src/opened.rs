@@ -19,11 +19,17 @@ use crate::{
     stdio,
 };
 
+/// Room over a call's budget for the JSON-RPC envelope of a stdio answer.
+const LINE_HEADROOM: usize = 64 * 1024;
+
 /// What the context is for: a call may share a long-lived 2026-07-28 client; discovery
 /// gets a fresh one, so what it reports is what the server says now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Purpose {
-    Call,
+    /// A call, with its byte budget.
+    Call {
+        budget: usize,
+    },
     Discovery,
 }
 
@@ -113,7 +119,13 @@ impl McpClient {
     ) -> Result<Opened, CallError> {
         let http = match endpoint {
             Endpoint::Stdio(stdio) => {
-                return stdio::open(self, stdio, deadline, cancel)
+                // A stdio message is one line: bound it by the call's budget (and some room
+                // for the envelope), so an oversized answer ends as output_too_large.
+                let line_limit = match purpose {
+                    Purpose::Call { budget } => budget.saturating_add(LINE_HEADROOM),
+                    Purpose::Discovery => self.inner.options.max_response_bytes,
+                };
+                return stdio::open(self, stdio, deadline, cancel, line_limit)
                     .await
                     .map(Opened::Stdio);
             }
@@ -122,7 +134,7 @@ impl McpClient {
         let era = self.inner.options.era;
         if era != EraPreference::Legacy {
             let modern = match purpose {
-                Purpose::Call => self
+                Purpose::Call { .. } => self
                     .modern_client(http, deadline, cancel)
                     .await?
                     .map(Opened::Shared),
@@ -153,7 +165,9 @@ pub(crate) async fn call(
             &request.endpoint,
             request.deadline,
             &request.cancel,
-            Purpose::Call,
+            Purpose::Call {
+                budget: request.max_output_bytes,
+            },
         )
         .await?;
     if let (Opened::Shared(modern), true) = (&opened, request.param_headers) {

@@ -48,9 +48,6 @@ use crate::{
 
 /// How much of the child's stderr is kept for error messages.
 const STDERR_TAIL: usize = 8 * 1024;
-/// The smallest bound on one stdout line; a call's own budget is enforced while reading.
-const LINE_FLOOR: usize = 16 * 1024 * 1024;
-
 /// The call running on a process, once its request went out (set by the transport,
 /// read by the stdout counter).
 type CallSlot = Arc<std::sync::OnceLock<Arc<CallState>>>;
@@ -105,6 +102,7 @@ pub(crate) async fn open(
     endpoint: &StdioEndpoint,
     deadline: Instant,
     cancel: &CancellationToken,
+    line_limit: usize,
 ) -> Result<Session, CallError> {
     let auto = client.inner.options.era == EraPreference::Auto;
     let era = match client.inner.options.era {
@@ -112,9 +110,9 @@ pub(crate) async fn open(
         EraPreference::Legacy => Era::Legacy,
         EraPreference::Auto => client.stdio_era(endpoint).unwrap_or(Era::Legacy),
     };
-    let session = match open_in(client, endpoint, deadline, cancel, era).await {
+    let session = match open_in(client, endpoint, deadline, cancel, era, line_limit).await {
         Err(Retry::Modern) if auto => {
-            open_in(client, endpoint, deadline, cancel, Era::Modern).await
+            open_in(client, endpoint, deadline, cancel, Era::Modern, line_limit).await
         }
         other => other,
     }
@@ -150,6 +148,7 @@ async fn open_in(
     deadline: Instant,
     cancel: &CancellationToken,
     era: Era,
+    line_limit: usize,
 ) -> Result<Session, Retry> {
     let inner = &client.inner;
     let described = Endpoint::Stdio(endpoint.clone());
@@ -163,8 +162,7 @@ async fn open_in(
         current: Arc::clone(&current),
     };
     let transport = StdioTransport {
-        inner: AsyncRwTransport::new_client(reader, stdin)
-            .with_max_line_length(inner.options.max_response_bytes.max(LINE_FLOOR)),
+        inner: AsyncRwTransport::new_client(reader, stdin).with_max_line_length(line_limit),
         registry: Arc::clone(&registry),
         current,
     };

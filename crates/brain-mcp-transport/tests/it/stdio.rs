@@ -181,3 +181,43 @@ fn tempdir() -> std::path::PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
+
+#[tokio::test]
+async fn a_line_over_16_mib_is_delivered_within_its_budget_and_refused_past_it() {
+    let client = client(EraPreference::Legacy);
+    let bytes = 20 * 1024 * 1024;
+    let ran = run(
+        &client,
+        request(
+            &server(&[]),
+            "big",
+            json!({"bytes": bytes}),
+            "c1",
+            Duration::from_secs(30),
+        )
+        .max_output_bytes(64 * 1024 * 1024),
+    )
+    .await;
+    assert_eq!(
+        ran.text().len(),
+        bytes,
+        "rmcp's 16 MiB line bound does not drop it"
+    );
+    let ran = run(
+        &client,
+        request(
+            &server(&[]),
+            "big",
+            json!({"bytes": bytes}),
+            "c2",
+            Duration::from_secs(30),
+        )
+        .max_output_bytes(16 * 1024 * 1024),
+    )
+    .await;
+    assert_eq!(
+        ran.error().kind(),
+        ErrorKind::OutputTooLarge,
+        "not a timeout"
+    );
+}
