@@ -30,6 +30,8 @@ pub(crate) const CALL_MARKER: &str = "brain.dev/internal-call-key";
 const NOT_SENT: u8 = 0;
 const SENDING: u8 = 1;
 const WRITTEN: u8 = 2;
+/// Given up before it was sent: it never will be (so `not_sent` stays true).
+const ABANDONED: u8 = 3;
 
 /// What the transport learned about a call's request, for error classification.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,8 +59,8 @@ pub(crate) struct CallState {
     overflow: Notify,
     stage: AtomicU8,
     failure: Mutex<Option<Failure>>,
-    last_event_id: Mutex<Option<String>>,
     resumes: AtomicUsize,
+    answered: AtomicBool,
 }
 
 impl CallState {
@@ -76,8 +78,8 @@ impl CallState {
             overflow: Notify::new(),
             stage: AtomicU8::new(NOT_SENT),
             failure: Mutex::new(None),
-            last_event_id: Mutex::new(None),
             resumes: AtomicUsize::new(0),
+            answered: AtomicBool::new(false),
         }
     }
 
@@ -120,11 +122,16 @@ impl CallState {
         }
     }
 
-    /// The request is about to be written.
-    pub(crate) fn mark_sending(&self) {
-        let _ = self
+    /// The request is about to be written. False when the call was abandoned first: then
+    /// it must not be written at all.
+    pub(crate) fn mark_sending(&self) -> bool {
+        match self
             .stage
-            .compare_exchange(NOT_SENT, SENDING, Ordering::AcqRel, Ordering::Acquire);
+            .compare_exchange(NOT_SENT, SENDING, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => true,
+            Err(stage) => stage != ABANDONED,
+        }
     }
 
     /// The request was written (stdio), or the server answered it (HTTP).
@@ -139,9 +146,24 @@ impl CallState {
             .compare_exchange(SENDING, NOT_SENT, Ordering::AcqRel, Ordering::Acquire);
     }
 
-    /// Whether the request may have reached the server.
-    pub(crate) fn may_have_been_sent(&self) -> bool {
-        self.stage.load(Ordering::Acquire) != NOT_SENT
+    /// Gives the call up. True when it had not been sent, which is then final: a request
+    /// still queued will not be written.
+    pub(crate) fn abandon(&self) -> bool {
+        matches!(
+            self.stage
+                .compare_exchange(NOT_SENT, ABANDONED, Ordering::AcqRel, Ordering::Acquire),
+            Ok(_) | Err(ABANDONED)
+        )
+    }
+
+    /// The server's answer to the call went past: what follows on its stream is neither
+    /// counted nor routed.
+    pub(crate) fn mark_answered(&self) {
+        self.answered.store(true, Ordering::Release);
+    }
+
+    pub(crate) fn is_answered(&self) -> bool {
+        self.answered.load(Ordering::Acquire)
     }
 
     pub(crate) fn record(&self, failure: Failure) {
@@ -156,13 +178,6 @@ impl CallState {
             .clone()
     }
 
-    pub(crate) fn set_last_event_id(&self, id: &str) {
-        *self
-            .last_event_id
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some(id.to_owned());
-    }
-
     /// Counts one resumption of the call's response stream.
     pub(crate) fn count_resume(&self) {
         self.resumes.fetch_add(1, Ordering::Relaxed);
@@ -171,14 +186,6 @@ impl CallState {
     /// How many times the call's response stream was resumed.
     pub(crate) fn resumed(&self) -> usize {
         self.resumes.load(Ordering::Relaxed)
-    }
-
-    fn has_last_event_id(&self, id: &str) -> bool {
-        self.last_event_id
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .as_deref()
-            == Some(id)
     }
 
     /// Delivers the message to this call if it is one of its progress notifications.
@@ -259,17 +266,17 @@ impl Registry {
         self.lock().len()
     }
 
-    /// The call whose stream last carried this SSE event id (for a resumed stream).
-    pub(crate) fn by_last_event_id(&self, id: &str) -> Option<Arc<CallState>> {
-        self.lock()
-            .values()
-            .find(|state| state.has_last_event_id(id))
-            .cloned()
+    /// The call registered under `key`.
+    pub(crate) fn get(&self, key: u64) -> Option<Arc<CallState>> {
+        self.lock().get(&key).cloned()
     }
 
     /// If the message is a `tools/call` carrying a call marker: removes the marker, puts
-    /// the call's token in `progressToken`, and returns the call.
-    pub(crate) fn claim(&self, message: &mut ClientJsonRpcMessage) -> Option<Arc<CallState>> {
+    /// the call's token in `progressToken`, and returns the call and its key.
+    pub(crate) fn claim(
+        &self,
+        message: &mut ClientJsonRpcMessage,
+    ) -> Option<(u64, Arc<CallState>)> {
         let JsonRpcMessage::Request(request) = message else {
             return None;
         };
@@ -282,7 +289,7 @@ impl Registry {
         meta.set_progress_token(ProgressToken(NumberOrString::String(Arc::clone(
             &state.token,
         ))));
-        Some(state)
+        Some((key, state))
     }
 }
 

@@ -179,7 +179,7 @@ impl McpClient {
                 }
             }
         }
-        opened.finish(self, None).await;
+        opened.finish(self, None);
         result.map(|pages| Discovery { tools, pages, era })
     }
 }

@@ -330,62 +330,92 @@ impl HttpBackend {
         Ok(Bytes::from(body))
     }
 
-    /// A response's SSE events. For a call's stream: its progress is routed to it, and a
-    /// response to another request id fails the stream (`expected` is the call's
-    /// request id; `None` on a resumed stream, where any response is taken).
+    /// A response's SSE events. For a call's stream: its progress is routed to it, a
+    /// response to another request id fails the stream (`expected` is the call's request
+    /// id; `None` on a resumed stream, where any response is the answer), nothing after the
+    /// answer is counted or passed on, and event ids carry the call's key so that a resumed
+    /// stream finds its call.
     fn sse(
         &self,
         response: reqwest::Response,
-        call: Option<(Arc<CallState>, Option<RequestId>)>,
+        call: Option<CallStream>,
     ) -> BoxStream<'static, std::result::Result<Sse, SseError>> {
-        let (call, expected) = match call {
-            Some((call, expected)) => (Some(call), expected),
-            None => (None, None),
-        };
         let bytes = CountedBytes {
             inner: response.bytes_stream().boxed(),
-            call: call.clone(),
+            call: call.as_ref().map(|stream| Arc::clone(&stream.call)),
             event: EventSizeLimiter::new(
                 call.as_ref()
-                    .map_or(self.config.max_response_bytes, |call| call.budget()),
+                    .map_or(self.config.max_response_bytes, |stream| {
+                        stream.call.budget()
+                    }),
             ),
             failed: false,
         };
         let lifetime = self.lifetime.clone();
         let events = SseStream::from_bytes_stream(bytes)
             .take_until(async move { lifetime.cancelled().await });
-        match call {
-            None => events.boxed(),
-            Some(call) => events
-                .filter_map(move |event| {
-                    let event = match event {
-                        Ok(sse) if route_progress(&call, &sse) => {
+        let Some(CallStream {
+            key,
+            call,
+            expected,
+        }) = call
+        else {
+            return events.boxed();
+        };
+        events
+            .filter_map(move |event| {
+                let event = match event {
+                    // rmcp drains a stream after its answer: there is nothing more for it.
+                    Ok(_) if call.is_answered() => None,
+                    Ok(sse) => {
+                        let id = sse
+                            .id
+                            .as_ref()
+                            .map(|id| format!("{RESUME_PREFIX}{key}:{id}"));
+                        if route_progress(&call, &sse) {
                             // Delivered to the call. rmcp still sees the event's id (and
                             // retry), without data, so a resumed stream starts after it.
-                            (sse.id.is_some() || sse.retry.is_some()).then(|| {
-                                Ok(Sse {
-                                    data: None,
-                                    event: None,
-                                    ..sse
-                                })
-                            })
+                            (id.is_some() || sse.retry.is_some()).then_some(Ok(Sse {
+                                id,
+                                data: None,
+                                event: None,
+                                retry: sse.retry,
+                            }))
+                        } else {
+                            match response_to(&sse, expected.as_ref()) {
+                                Response::Other => Some(Ok(Sse { id, ..sse })),
+                                Response::Ours => {
+                                    call.mark_answered();
+                                    Some(Ok(Sse { id, ..sse }))
+                                }
+                                Response::Wrong => {
+                                    call.record(Failure::Protocol(WRONG_ID));
+                                    Some(Err(SseError::InvalidLine))
+                                }
+                            }
                         }
-                        Ok(sse) if !sse_answers(&sse, expected.as_ref()) => {
-                            call.record(Failure::Protocol(WRONG_ID));
-                            Some(Err(SseError::InvalidLine))
-                        }
-                        Ok(sse) => Some(Ok(sse)),
-                        Err(error) => {
-                            call.record(Failure::Broken);
-                            Some(Err(error))
-                        }
-                    };
-                    std::future::ready(event)
-                })
-                .boxed(),
-        }
+                    }
+                    Err(error) => {
+                        call.record(Failure::Broken);
+                        Some(Err(error))
+                    }
+                };
+                std::future::ready(event)
+            })
+            .boxed()
     }
 }
+
+/// A call's response stream: the call, its registry key, and the request id it answers.
+struct CallStream {
+    key: u64,
+    call: Arc<CallState>,
+    expected: Option<RequestId>,
+}
+
+/// Event ids of a call's stream are given to rmcp as `brain:<key>:<server's id>`; rmcp
+/// hands them back to `get_stream` to resume, which strips the prefix.
+const RESUME_PREFIX: &str = "brain:";
 
 const WRONG_ID: &str = "a response to another request id";
 
@@ -403,34 +433,50 @@ fn answers(message: &ServerJsonRpcMessage, expected: Option<&RequestId>) -> bool
     id.is_some_and(|id| id.to_string() == expected.to_string())
 }
 
-/// [`answers`] for an SSE event, parsing only events that look like responses.
-fn sse_answers(sse: &Sse, expected: Option<&RequestId>) -> bool {
+/// What an SSE event of a call's stream is to that call.
+enum Response {
+    /// Not a response (a notification, a request, a priming event).
+    Other,
+    /// The answer to the call.
+    Ours,
+    /// A response to another request.
+    Wrong,
+}
+
+/// Reads only what is needed: events that look like responses, and only their id (serde
+/// skips the rest without building it).
+fn response_to(sse: &Sse, expected: Option<&RequestId>) -> Response {
     let Some(data) = sse.data.as_deref() else {
-        return true;
+        return Response::Other;
     };
     let looks_like_response =
         (data.contains("\"result\"") || data.contains("\"error\"")) && !data.contains("\"method\"");
-    if expected.is_none() || !looks_like_response {
-        return true;
+    if !looks_like_response {
+        return Response::Other;
     }
-    // Only the id is read: serde skips the rest without building it.
     #[derive(serde::Deserialize)]
     struct Envelope {
         id: Option<RequestId>,
     }
-    serde_json::from_str::<Envelope>(data).map_or(true, |envelope| {
-        envelope.id.is_some_and(|id| {
-            expected.is_some_and(|expected| id.to_string() == expected.to_string())
-        })
-    })
+    let Ok(envelope) = serde_json::from_str::<Envelope>(data) else {
+        return Response::Other;
+    };
+    match expected {
+        None => Response::Ours,
+        Some(expected)
+            if envelope
+                .id
+                .is_some_and(|id| id.to_string() == expected.to_string()) =>
+        {
+            Response::Ours
+        }
+        Some(_) => Response::Wrong,
+    }
 }
 
-/// Routes an SSE event to its call if it is one of the call's progress notifications;
-/// remembers the event id for resumption. Returns true when the event was consumed.
+/// Routes an SSE event to its call if it is one of the call's progress notifications.
+/// Returns true when the event was consumed.
 fn route_progress(call: &CallState, sse: &Sse) -> bool {
-    if let Some(id) = &sse.id {
-        call.set_last_event_id(id);
-    }
     let Some(data) = sse.data.as_deref() else {
         return false;
     };
@@ -507,7 +553,8 @@ impl StreamableHttpClient for HttpBackend {
             self.session.initializing.store(true, Ordering::Release);
         }
         let _initialized = SetOnDrop(initialize.then_some(&self.session.initialized));
-        let call = self.registry.claim(&mut message);
+        let claimed = self.registry.claim(&mut message);
+        let call = claimed.as_ref().map(|(_, call)| Arc::clone(call));
         let request_id = match &message {
             JsonRpcMessage::Request(request) => Some(request.id.clone()),
             _ => None,
@@ -523,8 +570,9 @@ impl StreamableHttpClient for HttpBackend {
             .header(header::CONTENT_TYPE, JSON)
             .body(body);
         let request = Self::authorize(request, auth_header, custom_headers, session_id.as_deref());
-        if let Some(call) = &call {
-            call.mark_sending();
+        // A call given up while its request waited in rmcp's queue stays unsent.
+        if call.as_ref().is_some_and(|call| !call.mark_sending()) {
+            return Err(StreamableHttpError::Client(HttpError::Closed));
         }
         // An initialize the caller gave up on may still create a session: let it finish
         // (briefly) so the session can be deleted.
@@ -564,7 +612,14 @@ impl StreamableHttpClient for HttpBackend {
         let awaits_response = matches!(message, JsonRpcMessage::Request(_));
         match content_type(&response).as_deref() {
             Some(EVENT_STREAM) => Ok(StreamableHttpPostResponse::Sse(
-                self.sse(response, call.map(|call| (call, request_id))),
+                self.sse(
+                    response,
+                    claimed.map(|(key, call)| CallStream {
+                        key,
+                        call,
+                        expected: request_id,
+                    }),
+                ),
                 issued_session,
             )),
             Some(JSON) => {
@@ -644,11 +699,21 @@ impl StreamableHttpClient for HttpBackend {
     ) -> Result<BoxStream<'static, std::result::Result<Sse, SseError>>> {
         // A resumed call stream continues its call; a new standalone stream belongs to no
         // call and is only opened when asked for.
-        let call = match &last_event_id {
-            Some(id) => self.registry.by_last_event_id(id),
-            None if self.config.standalone_stream => None,
+        // A resumed call stream continues its call (its key is in the event id); a new
+        // standalone stream belongs to no call and is only opened when asked for.
+        let (resumed, last_event_id) = match last_event_id {
+            Some(id) => match id
+                .strip_prefix(RESUME_PREFIX)
+                .and_then(|rest| rest.split_once(':'))
+                .and_then(|(key, id)| Some((key.parse::<u64>().ok()?, id.to_owned())))
+            {
+                Some((key, id)) => (self.registry.get(key).map(|call| (key, call)), Some(id)),
+                None => (None, Some(id)),
+            },
+            None if self.config.standalone_stream => (None, None),
             None => return Err(StreamableHttpError::ServerDoesNotSupportSse),
         };
+        let call = resumed.as_ref().map(|(_, call)| Arc::clone(call));
         // Tells a waiting session when its standalone stream is answered, however this ends.
         let _settle = SetOnDrop(last_event_id.is_none().then_some(&self.session.standalone));
         // Resume a stream the server closed (SEP-1699 polling), a bounded number of times;
@@ -695,7 +760,14 @@ impl StreamableHttpClient for HttpBackend {
                 &response,
             )));
         }
-        Ok(self.sse(response, call.map(|call| (call, None))))
+        Ok(self.sse(
+            response,
+            resumed.map(|(key, call)| CallStream {
+                key,
+                call,
+                expected: None,
+            }),
+        ))
     }
 }
 

@@ -77,32 +77,27 @@ impl Opened {
 
     /// Closes the context (in the background where that takes round trips), after
     /// telling the server about an abandoned request.
-    pub(crate) async fn finish(
-        self,
-        client: &McpClient,
-        abandoned: Option<(RequestId, &'static str)>,
-    ) {
+    pub(crate) fn finish(self, client: &McpClient, abandoned: Option<(RequestId, &'static str)>) {
         let options = &client.inner.options;
+        let owned = matches!(self, Opened::Owned(_));
         match self {
             Opened::Legacy(session) => session.finish(&client.inner.tasks, abandoned),
             Opened::Stdio(session) => {
                 session.finish(&client.inner.tasks, options.stdio_grace, abandoned);
             }
-            Opened::Shared(modern) => {
-                // No round trip: rmcp closes the request's stream, this era's cancellation.
-                if let Some((id, reason)) = abandoned {
-                    cancel_request(modern.peer(), id, reason, options.close_timeout).await;
-                }
-            }
-            Opened::Owned(modern) => {
-                if let Some((id, reason)) = abandoned {
-                    cancel_request(modern.peer(), id, reason, options.close_timeout).await;
-                }
+            Opened::Shared(modern) | Opened::Owned(modern) => {
                 let bound = options.close_timeout;
-                client
-                    .inner
-                    .tasks
-                    .spawn(async move { modern.close(bound).await });
+                // In the background: the result is not held back.
+                client.inner.tasks.spawn(async move {
+                    // No round trip: rmcp closes the request's stream, this era's
+                    // cancellation.
+                    if let Some((id, reason)) = abandoned {
+                        cancel_request(modern.peer(), id, reason, bound).await;
+                    }
+                    if owned {
+                        modern.close(bound).await;
+                    }
+                });
             }
         }
     }
@@ -199,15 +194,11 @@ pub(crate) async fn call(
                 let detail = session.explain().await;
                 error = error.with_detail_suffix(&detail);
             }
-            let abandoned = match stopped.stop {
-                Stop::Timeout | Stop::Cancelled | Stop::Overflow => stopped
-                    .in_flight
-                    .map(|id| (id, cancel_reason(&stopped.stop))),
-                Stop::Failed(_) | Stop::InputRefused(_) => None,
-            };
+            let abandoned = cancel_reason(&stopped.stop)
+                .and_then(|reason| stopped.in_flight.map(|id| (id, reason)));
             (Err(error), abandoned)
         }
     };
-    opened.finish(client, abandoned).await;
+    opened.finish(client, abandoned);
     result
 }

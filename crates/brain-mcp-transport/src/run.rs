@@ -201,6 +201,20 @@ pub(crate) async fn drive_call(
         .0
         .insert(CALL_MARKER.to_owned(), Value::from(call_key));
     for _round in 0..MAX_INPUT_ROUNDS {
+        // Opening may have taken the whole deadline: never send a call that is already over.
+        let over = if request.cancel.is_cancelled() {
+            Some(Stop::Cancelled)
+        } else if Instant::now() >= request.deadline {
+            Some(Stop::Timeout)
+        } else {
+            None
+        };
+        if let Some(stop) = over {
+            return Err(Stopped {
+                stop,
+                in_flight: None,
+            });
+        }
         let sent = peer
             .send_request_with_option(
                 ClientRequest::CallToolRequest(CallToolRequest::new(params.clone())),
@@ -297,12 +311,13 @@ pub(crate) async fn cancel_request(
 }
 
 /// The reason sent with `notifications/cancelled`.
-pub(crate) fn cancel_reason(stop: &Stop) -> &'static str {
+/// `None` when the stop needs no notice (the request failed on its own).
+pub(crate) fn cancel_reason(stop: &Stop) -> Option<&'static str> {
     match stop {
-        Stop::Timeout => "timeout",
-        Stop::Cancelled => "cancelled by the caller",
-        Stop::Overflow => "output exceeded the byte budget",
-        Stop::Failed(_) | Stop::InputRefused(_) => "abandoned",
+        Stop::Timeout => Some("timeout"),
+        Stop::Cancelled => Some("cancelled by the caller"),
+        Stop::Overflow => Some("output exceeded the byte budget"),
+        Stop::Failed(_) | Stop::InputRefused(_) => None,
     }
 }
 
@@ -313,27 +328,27 @@ pub(crate) fn classify(
     other_failure: Option<Failure>,
     endpoint: &Endpoint,
 ) -> CallError {
-    let sent = state.may_have_been_sent();
+    // Abandoning makes `not_sent` final: a request still queued in rmcp is not written.
+    let sent = !state.abandon();
     let after_send = if sent {
         Delivery::Unknown
     } else {
         Delivery::NotSent
     };
-    if state.is_overflowed() {
-        return CallError::new(
+    let overflow = || {
+        CallError::new(
             ErrorKind::OutputTooLarge,
             after_send,
             format!("the output exceeded {} bytes", state.budget()),
-        );
+        )
+    };
+    if state.is_overflowed() {
+        return overflow();
     }
     match stop {
         Stop::Timeout => CallError::new(ErrorKind::Timeout, after_send, "timed out"),
         Stop::Cancelled => CallError::new(ErrorKind::Cancelled, after_send, "was cancelled"),
-        Stop::Overflow => CallError::new(
-            ErrorKind::OutputTooLarge,
-            after_send,
-            format!("the output exceeded {} bytes", state.budget()),
-        ),
+        Stop::Overflow => overflow(),
         Stop::InputRefused(error) => CallError::new(
             ErrorKind::Protocol,
             Delivery::Unknown,
@@ -374,10 +389,19 @@ pub(crate) fn from_failure(
     endpoint: &Endpoint,
 ) -> CallError {
     match failure {
-        Failure::Connect => CallError::new(
+        Failure::Connect if delivery == Delivery::NotSent => CallError::new(
             ErrorKind::Connect,
             Delivery::NotSent,
             format!("could not connect to {}", endpoint.describe()),
+        ),
+        // The call went out; reconnecting (to resume its stream) failed.
+        Failure::Connect => CallError::new(
+            ErrorKind::Protocol,
+            delivery,
+            format!(
+                "the connection to {} was lost before the result",
+                endpoint.describe()
+            ),
         ),
         Failure::InvalidUrl => CallError::new(
             ErrorKind::Connect,

@@ -19,6 +19,7 @@ use std::{
     time::Duration,
 };
 
+use futures::future::Either;
 use nix::{sys::signal::Signal, unistd::Pid};
 use rmcp::{
     Peer, RoleClient,
@@ -425,13 +426,18 @@ impl Transport<RoleClient> for StdioTransport {
         &mut self,
         mut item: TxJsonRpcMessage<RoleClient>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        let claimed = self.registry.claim(&mut item);
+        let claimed = self.registry.claim(&mut item).map(|(_, call)| call);
         if let Some(call) = &claimed {
-            call.mark_sending();
+            // A call given up while its request waited in rmcp's queue stays unsent.
+            if !call.mark_sending() {
+                return Either::Left(std::future::ready(Err(io::Error::other(
+                    "the call was given up before it was sent",
+                ))));
+            }
             let _ = self.current.set(Arc::clone(call));
         }
         let sending = self.inner.send(item);
-        async move {
+        Either::Right(async move {
             let sent = sending.await;
             if let Some(call) = claimed {
                 match &sent {
@@ -440,7 +446,7 @@ impl Transport<RoleClient> for StdioTransport {
                 }
             }
             sent
-        }
+        })
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
