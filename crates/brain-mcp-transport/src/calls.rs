@@ -17,7 +17,7 @@ use std::{
 
 use rmcp::model::{
     ClientJsonRpcMessage, ClientRequest, GetMeta, JsonRpcMessage, NumberOrString,
-    ProgressNotificationParam, ProgressToken, ServerJsonRpcMessage, ServerNotification,
+    ProgressNotificationParam, ProgressToken, RequestId, ServerJsonRpcMessage, ServerNotification,
 };
 use tokio::sync::{Notify, mpsc};
 
@@ -61,6 +61,7 @@ pub(crate) struct CallState {
     failure: Mutex<Option<Failure>>,
     resumes: AtomicUsize,
     answered: AtomicBool,
+    request: Mutex<Option<RequestId>>,
 }
 
 impl CallState {
@@ -80,6 +81,7 @@ impl CallState {
             failure: Mutex::new(None),
             resumes: AtomicUsize::new(0),
             answered: AtomicBool::new(false),
+            request: Mutex::new(None),
         }
     }
 
@@ -154,6 +156,18 @@ impl CallState {
                 .compare_exchange(NOT_SENT, ABANDONED, Ordering::AcqRel, Ordering::Acquire),
             Ok(_) | Err(ABANDONED)
         )
+    }
+
+    /// The request that may be running on the server: sent, and not answered yet.
+    pub(crate) fn set_request(&self, id: Option<RequestId>) {
+        *self.request.lock().unwrap_or_else(PoisonError::into_inner) = id;
+    }
+
+    pub(crate) fn request(&self) -> Option<RequestId> {
+        self.request
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// The server's answer to the call went past: what follows on its stream is neither

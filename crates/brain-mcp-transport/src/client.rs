@@ -11,7 +11,7 @@ use std::{
 };
 
 use rmcp::model::Implementation;
-use tokio::time::Instant;
+use tokio::{runtime::Handle, time::Instant};
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use crate::{
@@ -209,6 +209,17 @@ impl Inner {
                 initialize_grace: self.options.close_timeout,
             },
         )
+    }
+}
+
+/// Runs a close in the background, on the client's tracker (which shutdown waits for).
+/// Outside a runtime (a call dropped as its runtime ends) there is nothing left to run it.
+pub(crate) fn spawn_background(
+    tasks: &TaskTracker,
+    task: impl Future<Output = ()> + Send + 'static,
+) {
+    if let Ok(runtime) = Handle::try_current() {
+        tasks.spawn_on(task, &runtime);
     }
 }
 

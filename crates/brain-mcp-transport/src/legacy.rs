@@ -20,7 +20,7 @@ use tracing::Instrument;
 
 use crate::{
     calls::{Failure, Registry},
-    client::McpClient,
+    client::{McpClient, spawn_background},
     endpoint::{Endpoint, HttpEndpoint},
     error::{CallError, Delivery, ErrorKind, one_line},
     handler::Handler,
@@ -34,16 +34,18 @@ const MAX_CONCURRENT_REQUESTS: usize = 4;
 /// How long a session waits for its standalone stream, when it opens one.
 const STANDALONE_WAIT: Duration = Duration::from_secs(2);
 
-/// A call's own session, open.
+/// A call's own session, open. However the call ends (finished, failed, or its future
+/// dropped), the session is closed.
 pub(crate) struct Session {
-    running: RunningService<RoleClient, Handler>,
+    peer: Peer<RoleClient>,
     registry: Arc<Registry>,
-    closer: Closer,
+    tracker: Arc<SessionTracker>,
+    closing: Closing,
 }
 
 impl Session {
     pub(crate) fn peer(&self) -> &Peer<RoleClient> {
-        self.running.peer()
+        &self.peer
     }
 
     pub(crate) fn registry(&self) -> &Arc<Registry> {
@@ -52,17 +54,13 @@ impl Session {
 
     /// What the transport recorded about requests that were not the call.
     pub(crate) fn failure(&self) -> Option<Failure> {
-        self.closer.session.failure()
+        self.tracker.failure()
     }
 
     /// Closes the session in the background: the cancel notice for an abandoned request
     /// first, then `DELETE`.
-    pub(crate) fn finish(self, tasks: &TaskTracker, abandoned: Option<(RequestId, &'static str)>) {
-        tasks.spawn(
-            self.closer
-                .close(Some(self.running), abandoned)
-                .in_current_span(),
-        );
+    pub(crate) fn finish(mut self, abandoned: Option<(RequestId, &'static str)>) {
+        self.closing.start(abandoned);
     }
 }
 
@@ -77,12 +75,18 @@ pub(crate) async fn open(
     let registry = Arc::new(Registry::default());
     let lifetime = inner.shutdown.child_token();
     let backend = inner.backend(&registry, &lifetime, inner.options.standalone_stream);
-    let closer = Closer {
-        session: Arc::clone(backend.session()),
-        backend: backend.clone(),
-        lifetime,
-        endpoint: endpoint.clone(),
-        bound: inner.options.close_timeout,
+    let tracker = Arc::clone(backend.session());
+    // From here on, a failed or dropped open still closes what the server opened.
+    let mut closing = Closing {
+        closer: Some(Closer {
+            session: Arc::clone(&tracker),
+            backend: backend.clone(),
+            lifetime,
+            endpoint: endpoint.clone(),
+            bound: inner.options.close_timeout,
+        }),
+        running: None,
+        tasks: inner.tasks.clone(),
     };
     let config = transport_config(endpoint, inner.options.sse_reconnects)
         .max_concurrent_requests(MAX_CONCURRENT_REQUESTS);
@@ -94,35 +98,61 @@ pub(crate) async fn open(
     };
     match opened {
         Ok(running) => {
+            let peer = running.peer().clone();
+            closing.running = Some(running);
             if inner.options.standalone_stream {
                 // Server requests outside a call arrive on the standalone stream: let it
                 // open before the call goes out.
-                let settled = closer.session.standalone_settled();
                 let _ = tokio::time::timeout_at(
                     deadline.min(Instant::now() + STANDALONE_WAIT),
-                    settled,
+                    tracker.standalone_settled(),
                 )
                 .await;
             }
             Ok(Session {
-                running,
+                peer,
                 registry,
-                closer,
+                tracker,
+                closing,
             })
         }
         Err(error) => {
-            let session = Arc::clone(&closer.session);
-            inner
-                .tasks
-                .spawn(closer.close(None, None).in_current_span());
+            closing.start(None);
             Err(match error {
-                Some(error) => open_error(&error, &session, &Endpoint::Http(endpoint.clone())),
+                Some(error) => open_error(&error, &tracker, &Endpoint::Http(endpoint.clone())),
                 None if cancel.is_cancelled() => {
                     CallError::new(ErrorKind::Cancelled, Delivery::NotSent, "was cancelled")
                 }
                 None => CallError::new(ErrorKind::Timeout, Delivery::NotSent, "timed out"),
             })
         }
+    }
+}
+
+/// A session's close, started once: explicitly, or when dropped.
+struct Closing {
+    closer: Option<Closer>,
+    running: Option<RunningService<RoleClient, Handler>>,
+    tasks: TaskTracker,
+}
+
+impl Closing {
+    fn start(&mut self, abandoned: Option<(RequestId, &'static str)>) {
+        let Some(closer) = self.closer.take() else {
+            return;
+        };
+        spawn_background(
+            &self.tasks,
+            closer
+                .close(self.running.take(), abandoned)
+                .in_current_span(),
+        );
+    }
+}
+
+impl Drop for Closing {
+    fn drop(&mut self) {
+        self.start(None);
     }
 }
 

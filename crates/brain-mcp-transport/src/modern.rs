@@ -168,14 +168,14 @@ impl ModernClient {
                 preferred_versions: vec![ProtocolVersion::V_2026_07_28],
             },
         );
+        // Until the client is open, a failed or dropped open ends its requests.
+        let opening = lifetime.drop_guard();
         let opened = tokio::select! {
             opened = serving => opened,
             () = tokio::time::sleep_until(deadline) => {
-                lifetime.cancel();
                 return Err(OpenError::Failed(CallError::new(ErrorKind::Timeout, Delivery::NotSent, "timed out")));
             }
             () = cancel.cancelled() => {
-                lifetime.cancel();
                 return Err(OpenError::Failed(CallError::new(ErrorKind::Cancelled, Delivery::NotSent, "was cancelled")));
             }
         };
@@ -185,13 +185,10 @@ impl ModernClient {
                 running: Mutex::new(Some(running)),
                 registry,
                 session,
-                lifetime,
+                lifetime: opening.disarm(),
                 listed: tokio::sync::OnceCell::new(),
             })),
-            Err(error) => {
-                lifetime.cancel();
-                Err(open_error(&error, &session, endpoint_for_errors))
-            }
+            Err(error) => Err(open_error(&error, &session, endpoint_for_errors)),
         }
     }
 

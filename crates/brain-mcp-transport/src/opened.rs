@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     calls::{CallState, Failure, Registry},
-    client::{EraPreference, McpClient},
+    client::{EraPreference, McpClient, spawn_background},
     endpoint::Endpoint,
     error::{CallError, ErrorKind},
     legacy,
@@ -81,14 +81,14 @@ impl Opened {
         let options = &client.inner.options;
         let owned = matches!(self, Opened::Owned(_));
         match self {
-            Opened::Legacy(session) => session.finish(&client.inner.tasks, abandoned),
+            Opened::Legacy(session) => session.finish(abandoned),
             Opened::Stdio(session) => {
                 session.finish(&client.inner.tasks, options.stdio_grace, abandoned);
             }
             Opened::Shared(modern) | Opened::Owned(modern) => {
                 let bound = options.close_timeout;
                 // In the background: the result is not held back.
-                client.inner.tasks.spawn(async move {
+                spawn_background(&client.inner.tasks, async move {
                     // No round trip: rmcp closes the request's stream, this era's
                     // cancellation.
                     if let Some((id, reason)) = abandoned {
@@ -155,7 +155,7 @@ pub(crate) async fn call(
     client: &McpClient,
     request: &CallRequest,
 ) -> Result<CallOutcome, CallError> {
-    let mut opened = client
+    let opened = client
         .open(
             &request.endpoint,
             request.deadline,
@@ -165,14 +165,20 @@ pub(crate) async fn call(
             },
         )
         .await?;
-    if let (Opened::Shared(modern), true) = (&opened, request.param_headers) {
-        modern.ensure_listed(request.deadline).await;
-    }
     let state = Arc::new(CallState::new(
         &request.progress_token,
         request.progress.clone(),
         request.max_output_bytes,
     ));
+    let mut finishing = Finishing {
+        client,
+        opened: Some(opened),
+        state: Arc::clone(&state),
+    };
+    let opened = finishing.opened.as_mut().expect("open until finished");
+    if let (Opened::Shared(modern), true) = (&*opened, request.param_headers) {
+        modern.ensure_listed(request.deadline).await;
+    }
     let registration = opened.registry().register(Arc::clone(&state));
     let outcome = drive_call(
         opened.peer(),
@@ -186,19 +192,41 @@ pub(crate) async fn call(
     let era = opened.era();
     let (result, abandoned) = match outcome {
         Ok(result) => (Ok(CallOutcome { result, era }), None),
-        Err(stopped) => {
-            let mut error = classify(&stopped.stop, &state, opened.failure(), &request.endpoint);
-            if let (Opened::Stdio(session), Stop::Failed(_)) = (&mut opened, &stopped.stop)
+        Err(stop) => {
+            let mut error = classify(&stop, &state, opened.failure(), &request.endpoint);
+            if let (Opened::Stdio(session), Stop::Failed(_)) = (&mut *opened, &stop)
                 && error.kind() == ErrorKind::Protocol
             {
                 let detail = session.explain().await;
                 error = error.with_detail_suffix(&detail);
             }
-            let abandoned = cancel_reason(&stopped.stop)
-                .and_then(|reason| stopped.in_flight.map(|id| (id, reason)));
-            (Err(error), abandoned)
+            (Err(error), cancel_reason(&stop))
         }
     };
-    opened.finish(client, abandoned);
+    finishing.finish(abandoned);
     result
+}
+
+/// Closes a call's context however the call ends: finished, or its future dropped (then
+/// the request still running is abandoned).
+struct Finishing<'a> {
+    client: &'a McpClient,
+    opened: Option<Opened>,
+    state: Arc<CallState>,
+}
+
+impl Finishing<'_> {
+    /// Closes the context; `reason` is why a request still running was abandoned.
+    fn finish(&mut self, reason: Option<&'static str>) {
+        if let Some(opened) = self.opened.take() {
+            let abandoned = reason.and_then(|reason| self.state.request().map(|id| (id, reason)));
+            opened.finish(self.client, abandoned);
+        }
+    }
+}
+
+impl Drop for Finishing<'_> {
+    fn drop(&mut self) {
+        self.finish(Some("the caller dropped the call"));
+    }
 }

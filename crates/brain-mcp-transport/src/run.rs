@@ -178,13 +178,6 @@ pub(crate) enum Stop {
     InputRefused(ErrorData),
 }
 
-/// A stopped call, and the request that may still be running on the server.
-#[derive(Debug)]
-pub(crate) struct Stopped {
-    pub(crate) stop: Stop,
-    pub(crate) in_flight: Option<RequestId>,
-}
-
 /// Sends the call (and any `input_required` follow-ups) and waits for its result.
 pub(crate) async fn drive_call(
     peer: &Peer<RoleClient>,
@@ -192,7 +185,7 @@ pub(crate) async fn drive_call(
     call_key: u64,
     state: &CallState,
     request: &CallRequest,
-) -> Result<Value, Stopped> {
+) -> Result<Value, Stop> {
     let mut params = CallToolRequestParams::new(request.tool.clone());
     params.arguments = Some(request.arguments.clone());
     let mut meta = RequestMetaObject::new();
@@ -210,10 +203,7 @@ pub(crate) async fn drive_call(
             None
         };
         if let Some(stop) = over {
-            return Err(Stopped {
-                stop,
-                in_flight: None,
-            });
+            return Err(stop);
         }
         let sent = peer
             .send_request_with_option(
@@ -223,40 +213,31 @@ pub(crate) async fn drive_call(
             .await;
         let mut handle = match sent {
             Ok(handle) => handle,
-            Err(error) => {
-                return Err(Stopped {
-                    stop: Stop::Failed(error),
-                    in_flight: None,
-                });
-            }
+            Err(error) => return Err(Stop::Failed(error)),
         };
-        let in_flight = Some(handle.id.clone());
-        let stopped = |stop| Stopped {
-            stop,
-            in_flight: in_flight.clone(),
-        };
+        // Until it is answered, the request may be running on the server.
+        state.set_request(Some(handle.id.clone()));
         let answer = tokio::select! {
             biased;
-            () = state.overflowed() => return Err(stopped(Stop::Overflow)),
+            () = state.overflowed() => return Err(Stop::Overflow),
             answer = &mut handle.rx => answer,
-            () = tokio::time::sleep_until(request.deadline) => return Err(stopped(Stop::Timeout)),
-            () = request.cancel.cancelled() => return Err(stopped(Stop::Cancelled)),
+            () = tokio::time::sleep_until(request.deadline) => return Err(Stop::Timeout),
+            () = request.cancel.cancelled() => return Err(Stop::Cancelled),
         };
         // A failed stream may report its failure just before the overflow it caused.
         if state.is_overflowed() {
-            return Err(stopped(Stop::Overflow));
+            return Err(Stop::Overflow);
         }
         let result = match answer {
             Ok(Ok(result)) => result,
-            Ok(Err(error)) => return Err(stopped(Stop::Failed(error))),
-            Err(_) => return Err(stopped(Stop::Failed(ServiceError::TransportClosed))),
+            Ok(Err(error)) => return Err(Stop::Failed(error)),
+            Err(_) => return Err(Stop::Failed(ServiceError::TransportClosed)),
         };
+        state.set_request(None);
         match result {
             ServerResult::CallToolResult(result) => {
-                return serde_json::to_value(result).map_err(|_| Stopped {
-                    stop: Stop::Failed(ServiceError::UnexpectedResponse),
-                    in_flight: None,
-                });
+                return serde_json::to_value(result)
+                    .map_err(|_| Stop::Failed(ServiceError::UnexpectedResponse));
             }
             ServerResult::CustomResult(custom) => return Ok(custom.0),
             ServerResult::EmptyResult(_) => return Ok(serde_json::json!({"content": []})),
@@ -267,31 +248,18 @@ pub(crate) async fn drive_call(
                         Ok(answer) => {
                             responses.insert(key.clone(), answer);
                         }
-                        Err(error) => {
-                            return Err(Stopped {
-                                stop: Stop::InputRefused(error),
-                                in_flight: None,
-                            });
-                        }
+                        Err(error) => return Err(Stop::InputRefused(error)),
                     }
                 }
                 params.input_responses = (!responses.is_empty()).then_some(responses);
                 params.request_state = required.request_state;
             }
-            _ => {
-                return Err(Stopped {
-                    stop: Stop::Failed(ServiceError::UnexpectedResponse),
-                    in_flight: None,
-                });
-            }
+            _ => return Err(Stop::Failed(ServiceError::UnexpectedResponse)),
         }
     }
-    Err(Stopped {
-        stop: Stop::Failed(ServiceError::InputRequiredRoundsExceeded {
-            max_rounds: MAX_INPUT_ROUNDS,
-        }),
-        in_flight: None,
-    })
+    Err(Stop::Failed(ServiceError::InputRequiredRoundsExceeded {
+        max_rounds: MAX_INPUT_ROUNDS,
+    }))
 }
 
 /// Tells the server a request is abandoned: `notifications/cancelled` on legacy HTTP and

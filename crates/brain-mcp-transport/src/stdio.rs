@@ -40,7 +40,7 @@ use tracing::Instrument;
 
 use crate::{
     calls::{CallState, Registry},
-    client::{EraPreference, McpClient},
+    client::{EraPreference, McpClient, spawn_background},
     endpoint::{Endpoint, StdioEndpoint},
     error::{CallError, Delivery, ErrorKind, one_line},
     handler::Handler,
@@ -87,7 +87,8 @@ impl Session {
         grace: Duration,
         abandoned: Option<(RequestId, &'static str)>,
     ) {
-        tasks.spawn(
+        spawn_background(
+            tasks,
             self.process
                 .close(Some(self.running), abandoned, grace)
                 .in_current_span(),

@@ -336,3 +336,55 @@ async fn an_invalid_url_says_so() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_dropped_call_still_closes_its_session() {
+    let (server, endpoint) = server().await;
+    let client = client(EraPreference::Legacy);
+    let call = client.call(request(
+        &endpoint,
+        "hang",
+        json!({}),
+        "c1",
+        Duration::from_secs(30),
+    ));
+    // The caller gives up on the future itself, mid-call.
+    let dropped = tokio::time::timeout(Duration::from_millis(300), call).await;
+    assert!(dropped.is_err(), "the hang tool never answers");
+    let seen = server
+        .wait_for(
+            |c| c.sessions_closed == 1 && c.calls_in_flight == 0,
+            Duration::from_secs(5),
+        )
+        .await;
+    assert_eq!(seen.method("tools/call"), 1);
+    assert_eq!(seen.open_sessions(), 0, "the session was deleted");
+    assert_eq!(seen.calls_in_flight, 0, "the server's handler ended");
+    client.shutdown(Duration::from_secs(5)).await;
+    assert_eq!(client.stats().background_tasks, 0);
+}
+
+#[tokio::test]
+async fn a_call_dropped_during_the_handshake_ends_its_requests() {
+    let (server, _) = server().await;
+    let mut options = brain_mcp_transport::ClientOptions::default().era(EraPreference::Legacy);
+    // The unanswered initialize gets this long to reveal a session before it is dropped.
+    options.close_timeout = Duration::from_millis(500);
+    let client = brain_mcp_transport::McpClient::new(options);
+    let endpoint = Endpoint::http(server.fault_url(HttpFault::Hang), None);
+    let call = client.call(request(
+        &endpoint,
+        "echo",
+        json!({}),
+        "c1",
+        Duration::from_secs(30),
+    ));
+    let dropped = tokio::time::timeout(Duration::from_millis(300), call).await;
+    assert!(dropped.is_err(), "the initialize is never answered");
+    // Dropping the open started its close (which ends the hung initialize after its
+    // grace) on the client's tracker, and shutdown waits for it.
+    assert_eq!(client.stats().background_tasks, 1);
+    client.shutdown(Duration::from_secs(5)).await;
+    assert_eq!(client.stats().background_tasks, 0);
+    assert_eq!(server.counters().method("tools/call"), 0);
+}

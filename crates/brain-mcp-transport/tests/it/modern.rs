@@ -199,3 +199,38 @@ async fn a_thousand_calls_share_one_client_and_match_their_results() {
     assert_eq!(server.counters().method("server/discover"), 1);
     assert_eq!(client.stats().modern_clients, 1);
 }
+
+#[tokio::test]
+async fn a_dropped_call_ends_the_request_on_the_server() {
+    let (server, endpoint) = server().await;
+    let client = client(EraPreference::Auto);
+    let call = client.call(request(
+        &endpoint,
+        "hang",
+        json!({}),
+        "c1",
+        Duration::from_secs(30),
+    ));
+    let dropped = tokio::time::timeout(Duration::from_millis(300), call).await;
+    assert!(dropped.is_err(), "the hang tool never answers");
+    let seen = server
+        .wait_for(|c| c.calls_in_flight == 0, Duration::from_secs(5))
+        .await;
+    assert_eq!(seen.method("tools/call"), 1);
+    assert_eq!(
+        seen.calls_in_flight, 0,
+        "closing the stream ended the handler"
+    );
+    // The shared client is still usable.
+    let ran = call_again(&client, &endpoint).await;
+    assert_eq!(ran.text(), "again");
+    client.shutdown(Duration::from_secs(5)).await;
+    assert_eq!(client.stats().background_tasks, 0);
+}
+
+async fn call_again(
+    client: &brain_mcp_transport::McpClient,
+    endpoint: &Endpoint,
+) -> crate::support::Ran {
+    call(client, endpoint, "echo", json!({"message": "again"})).await
+}

@@ -221,3 +221,27 @@ async fn a_line_over_16_mib_is_delivered_within_its_budget_and_refused_past_it()
         "not a timeout"
     );
 }
+
+#[tokio::test]
+async fn a_dropped_call_still_ends_its_process() {
+    for era in ["legacy", "modern"] {
+        let client = client(EraPreference::Auto);
+        let endpoint = server(&["--era", era]);
+        let call = client.call(request(
+            &endpoint,
+            "hang",
+            json!({}),
+            "c1",
+            Duration::from_secs(30),
+        ));
+        let dropped = tokio::time::timeout(Duration::from_millis(500), call).await;
+        assert!(dropped.is_err(), "the hang tool never answers ({era})");
+        client.shutdown(Duration::from_secs(10)).await;
+        assert_eq!(
+            client.stats().child_processes,
+            0,
+            "the child reaped ({era})"
+        );
+        assert_eq!(client.stats().background_tasks, 0, "{era}");
+    }
+}
