@@ -11,7 +11,7 @@ use crate::{
     JsonObject,
     client::McpClient,
     endpoint::Endpoint,
-    error::{CallError, Delivery, ErrorKind, one_line},
+    error::{CallError, Delivery, ErrorKind},
     opened::Purpose,
     run::{Era, from_failure},
 };
@@ -159,7 +159,7 @@ impl McpClient {
                         format!(
                             "the server returned JSON-RPC error {} to tools/list: {}",
                             error.code.0,
-                            one_line(&error.message, 200)
+                            request.endpoint.quote(&error.message, 200)
                         ),
                     ));
                     break;

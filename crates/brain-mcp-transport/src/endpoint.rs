@@ -1,10 +1,15 @@
 //! Where an MCP server is.
 
-use std::path::PathBuf;
+use std::{fmt, path::PathBuf};
 
-use crate::secret::Secret;
+use crate::{error::one_line, secret::Secret};
 
-/// How to reach an MCP server.
+/// Environment values shorter than this are not taken for secrets: hiding a `1` or a
+/// `true` would garble every message, and a credential is longer.
+const MIN_ENV_SECRET_LEN: usize = 8;
+
+/// How to reach an MCP server. Its `Debug` shows no secret: not the bearer token, the
+/// URL's user info or query, or the values of a stdio server's environment.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Endpoint {
@@ -57,10 +62,52 @@ impl Endpoint {
             }
         }
     }
+
+    /// Server text for a message: the endpoint's secrets (the bearer token, the values of
+    /// a stdio server's environment) hidden first, then shortened to one line of at most
+    /// `max` characters, so no part of a secret survives the cut.
+    pub(crate) fn quote(&self, text: &str, max: usize) -> String {
+        let mut text = text.to_owned();
+        let secrets: Vec<&str> = match self {
+            Endpoint::Http(http) => http.bearer.iter().map(Secret::expose).collect(),
+            Endpoint::Stdio(stdio) => stdio
+                .env
+                .iter()
+                .map(|(_, value)| value.as_str())
+                .filter(|value| value.len() >= MIN_ENV_SECRET_LEN)
+                .collect(),
+        };
+        for secret in secrets.into_iter().filter(|secret| !secret.is_empty()) {
+            text = text.replace(secret, "<redacted>");
+        }
+        one_line(&text, max)
+    }
+}
+
+/// A URL for `Debug`: user info and query hidden.
+fn redacted_url(url: &str) -> String {
+    let (url, query) = match url.split_once('?') {
+        Some((url, _)) => (url, "?<redacted>"),
+        None => (url, ""),
+    };
+    let url = match url.split_once("://") {
+        Some((scheme, rest)) => match rest.split_once('/') {
+            Some((authority, path)) => match authority.rsplit_once('@') {
+                Some((_, host)) => format!("{scheme}://<redacted>@{host}/{path}"),
+                None => url.to_owned(),
+            },
+            None => match rest.rsplit_once('@') {
+                Some((_, host)) => format!("{scheme}://<redacted>@{host}"),
+                None => url.to_owned(),
+            },
+        },
+        None => url.to_owned(),
+    };
+    format!("{url}{query}")
 }
 
 /// A Streamable HTTP endpoint.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct HttpEndpoint {
     /// The MCP endpoint URL; requests go to exactly this URL.
@@ -70,7 +117,7 @@ pub struct HttpEndpoint {
 }
 
 /// A stdio MCP server.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct StdioEndpoint {
     /// The program (a path, or a name looked up in `PATH`).
@@ -81,6 +128,31 @@ pub struct StdioEndpoint {
     pub env: Vec<(String, String)>,
     /// The working directory, if not the host's.
     pub cwd: Option<PathBuf>,
+}
+
+impl fmt::Debug for HttpEndpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpEndpoint")
+            .field("url", &redacted_url(&self.url))
+            .field("bearer", &self.bearer)
+            .finish()
+    }
+}
+
+impl fmt::Debug for StdioEndpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let env: Vec<String> = self
+            .env
+            .iter()
+            .map(|(key, _)| format!("{key}=<redacted>"))
+            .collect();
+        f.debug_struct("StdioEndpoint")
+            .field("program", &self.program)
+            .field("args", &self.args)
+            .field("env", &env)
+            .field("cwd", &self.cwd)
+            .finish()
+    }
 }
 
 impl StdioEndpoint {
@@ -120,5 +192,44 @@ mod tests {
         assert_eq!(endpoint.describe(), "https://mcp.example.com:8443");
         let endpoint = Endpoint::stdio("/usr/bin/server", ["--token", "abc"]);
         assert_eq!(endpoint.describe(), "command server");
+    }
+
+    #[test]
+    fn debug_hides_secrets() {
+        let endpoint = Endpoint::http(
+            "https://user:pw@mcp.example.com/mcp?key=abc",
+            Some(Secret::new("tok-123")),
+        );
+        let debug = format!("{endpoint:?}");
+        assert!(debug.contains("https://<redacted>@mcp.example.com/mcp?<redacted>"));
+        for secret in ["pw", "abc", "tok-123"] {
+            assert!(!debug.contains(secret), "{debug}");
+        }
+        let endpoint = Endpoint::Stdio(
+            StdioEndpoint::new("server", ["--stdio"]).env("API_KEY", "sk-live-0123456789"),
+        );
+        let debug = format!("{endpoint:?}");
+        assert!(debug.contains("API_KEY=<redacted>"), "{debug}");
+        assert!(!debug.contains("sk-live"), "{debug}");
+    }
+
+    #[test]
+    fn quote_hides_secrets_before_it_shortens() {
+        let token = "tok-0123456789abcdef";
+        let endpoint = Endpoint::http("http://127.0.0.1/mcp", Some(Secret::new(token)));
+        // The cut falls inside the token: no prefix of it may remain.
+        let text = format!("bad token {token} was sent");
+        let quoted = endpoint.quote(&text, 16);
+        assert!(!quoted.contains("tok-0"), "{quoted}");
+        assert_eq!(endpoint.quote(&text, 200), "bad token <redacted> was sent");
+        let endpoint = Endpoint::Stdio(
+            StdioEndpoint::new("server", ["--stdio"])
+                .env("API_KEY", "sk-live-0123456789")
+                .env("DEBUG", "1"),
+        );
+        assert_eq!(
+            endpoint.quote("key sk-live-0123456789 rejected (1 try)", 200),
+            "key <redacted> rejected (1 try)"
+        );
     }
 }

@@ -22,7 +22,7 @@ use crate::{
     calls::{Failure, Registry},
     client::{McpClient, spawn_background},
     endpoint::{Endpoint, HttpEndpoint},
-    error::{CallError, Delivery, ErrorKind, one_line},
+    error::{CallError, Delivery, ErrorKind},
     handler::Handler,
     http::{HttpBackend, SessionTracker},
     modern::transport_config,
@@ -220,7 +220,7 @@ pub(crate) fn open_error(
         ClientInitializeError::JsonRpcError(data) => format!(
             "the server refused initialize with JSON-RPC error {}: {}",
             data.code.0,
-            one_line(&data.message, 200)
+            endpoint.quote(&data.message, 200)
         ),
         ClientInitializeError::ConnectionClosed(_) => {
             "the connection closed during the handshake".to_owned()

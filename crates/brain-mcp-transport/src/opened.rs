@@ -197,7 +197,7 @@ pub(crate) async fn call(
             if let (Opened::Stdio(session), Stop::Failed(_)) = (&mut *opened, &stop)
                 && error.kind() == ErrorKind::Protocol
             {
-                let detail = session.explain().await;
+                let detail = session.explain(&request.endpoint).await;
                 error = error.with_detail_suffix(&detail);
             }
             (Err(error), cancel_reason(&stop))

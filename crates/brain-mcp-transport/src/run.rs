@@ -19,7 +19,7 @@ use crate::{
     JsonObject,
     calls::{CALL_MARKER, CallState, Failure},
     endpoint::Endpoint,
-    error::{CallError, Delivery, ErrorKind, one_line},
+    error::{CallError, Delivery, ErrorKind},
     handler::Handler,
 };
 
@@ -322,7 +322,7 @@ pub(crate) fn classify(
             Delivery::Unknown,
             format!(
                 "the server asked for input this host does not give ({})",
-                one_line(&error.message, 120)
+                endpoint.quote(&error.message, 120)
             ),
         ),
         Stop::Failed(ServiceError::McpError(error)) => CallError::new(
@@ -331,7 +331,7 @@ pub(crate) fn classify(
             format!(
                 "the server returned JSON-RPC error {}: {}",
                 error.code.0,
-                one_line(&error.message, 200)
+                endpoint.quote(&error.message, 200)
             ),
         ),
         Stop::Failed(_) => match state.failure().or(other_failure) {

@@ -42,7 +42,7 @@ use crate::{
     calls::{CallState, Registry},
     client::{EraPreference, McpClient, spawn_background},
     endpoint::{Endpoint, StdioEndpoint},
-    error::{CallError, Delivery, ErrorKind, one_line},
+    error::{CallError, Delivery, ErrorKind},
     handler::Handler,
     run::{Era, cancel_request},
 };
@@ -75,8 +75,8 @@ impl Session {
     }
 
     /// `" (exit status 3; stderr: ...)"` when the process has stopped.
-    pub(crate) async fn explain(&mut self) -> String {
-        self.process.stopped_detail().await
+    pub(crate) async fn explain(&mut self, endpoint: &Endpoint) -> String {
+        self.process.stopped_detail(endpoint).await
     }
 
     /// Ends the process in the background: the cancel notice for an abandoned request,
@@ -193,7 +193,7 @@ async fn open_in(
                     Some(ClientInitializeError::JsonRpcError(data))
                         if data.code == ErrorCode::UNSUPPORTED_PROTOCOL_VERSION
                 );
-            let detail = process.stopped_detail().await;
+            let detail = process.stopped_detail(&described).await;
             inner.tasks.spawn(
                 process
                     .close(None, None, inner.options.stdio_grace)
@@ -236,7 +236,7 @@ fn handshake_error(
             "{} refused the handshake with JSON-RPC error {}: {}",
             endpoint.describe(),
             data.code.0,
-            one_line(&data.message, 200)
+            endpoint.quote(&data.message, 200)
         ),
         _ => format!("{} ended before its handshake", endpoint.describe()),
     };
@@ -315,7 +315,7 @@ impl Process {
     }
 
     /// `" (exit status 3; stderr: last line)"`, or empty while it runs.
-    async fn stopped_detail(&mut self) -> String {
+    async fn stopped_detail(&mut self, endpoint: &Endpoint) -> String {
         let Some(child) = self.child.as_mut() else {
             return String::new();
         };
@@ -331,7 +331,7 @@ impl Process {
             text.lines()
                 .rev()
                 .find(|line| !line.trim().is_empty())
-                .map(|line| one_line(line.trim(), 200))
+                .map(|line| endpoint.quote(line.trim(), 200))
         };
         match (status, tail) {
             (Some(status), Some(line)) => format!(" ({status}; stderr: {line})"),

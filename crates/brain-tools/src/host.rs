@@ -314,11 +314,9 @@ impl ToolHost {
                         ),
                     );
                 };
-                let token = match &http.token_env {
-                    Some(variable) => match (self.inner.tokens)(variable) {
-                        Some(token) => Some(Secret::new(token)),
-                        None => return ResultEvent::failure(header, missing_token(tool, variable)),
-                    },
+                let token = match http.token_env.as_deref().map(|v| self.token(tool, v)) {
+                    Some(Ok(token)) => Some(token),
+                    Some(Err(error)) => return ResultEvent::failure(header, error),
                     None => None,
                 };
                 let call = HttpToolCall {
@@ -368,13 +366,18 @@ impl ToolHost {
             McpServer::Http {
                 token_env: Some(variable),
                 ..
-            } => match (self.inner.tokens)(variable) {
-                Some(token) if !token.is_empty() => Some(Secret::new(token)),
-                _ => return Err(missing_token(tool, variable)),
-            },
+            } => Some(self.token(tool, variable)?),
             _ => None,
         };
         Ok((crate::endpoint_of(server, bearer.clone()), bearer))
+    }
+
+    /// A token, read from its variable now; unset or empty is a missing token.
+    fn token(&self, tool: &str, variable: &str) -> Result<Secret, ToolError> {
+        match (self.inner.tokens)(variable) {
+            Some(token) if !token.is_empty() => Ok(Secret::new(token)),
+            _ => Err(missing_token(tool, variable)),
+        }
     }
 }
 

@@ -344,3 +344,25 @@ async fn http_tools_go_to_the_host_executor() {
     assert_eq!(result.content, vec![ContentBlock::text("cba")]);
     assert_eq!(events.len(), 2, "one progress, one result");
 }
+
+#[tokio::test]
+async fn an_http_tool_with_an_empty_token_is_missing_token_and_never_executes() {
+    let config = json!({"tools": [{
+        "name": "reverse",
+        "input_schema": {"type": "object"},
+        "url": "https://api.example.com/reverse",
+        "token_env": "TESTKIT_TOKEN",
+        "tenants": ["local"]
+    }]});
+    let loaded = HostConfig::from_json_value_with_env(&config, |_| true).unwrap();
+    let host = brain_tools::ToolHost::builder(loaded.config)
+        // The executor would panic on this token: it must never be reached.
+        .http_executor(Arc::new(Reverser))
+        .token_source(|_| Some(String::new()))
+        .build()
+        .unwrap();
+    let (result, _) = call(&host, "reverse", json!({"text": "abc"})).await;
+    let error = result.error.expect("the call fails");
+    assert_eq!(error.kind, ErrorKind::MissingToken);
+    assert!(error.message.contains("TESTKIT_TOKEN"), "{}", error.message);
+}
