@@ -588,19 +588,14 @@ impl StreamableHttpClient for HttpBackend {
         if let Some(call) = &call {
             call.mark_written();
         }
-        if let Some(issued) = response
-            .headers()
-            .get(SESSION_HEADER)
-            .and_then(|value| value.to_str().ok())
-            && is_initialize(&message)
-        {
-            self.session.issued(issued);
-        }
         let issued_session = response
             .headers()
             .get(SESSION_HEADER)
             .and_then(|value| value.to_str().ok())
             .map(str::to_owned);
+        if let (Some(issued), true) = (&issued_session, initialize) {
+            self.session.issued(issued);
+        }
         if matches!(status, StatusCode::ACCEPTED | StatusCode::NO_CONTENT) {
             return Ok(StreamableHttpPostResponse::Accepted);
         }

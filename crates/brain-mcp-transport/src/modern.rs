@@ -9,9 +9,7 @@ use std::{
 
 use rmcp::{
     Peer, RoleClient,
-    model::{
-        ClientRequest, ListToolsRequest, PaginatedRequestParams, ProtocolVersion, ServerResult,
-    },
+    model::{PaginatedRequestParams, ProtocolVersion},
     service::{
         ClientInitializeError, ClientLifecycleMode, RunningService, serve_client_with_lifecycle,
     },
@@ -208,22 +206,13 @@ impl ModernClient {
             let mut cursor = None;
             for _ in 0..MAX_LIST_PAGES {
                 let params = PaginatedRequestParams::default().with_cursor(cursor.take());
-                let answer = self
-                    .peer
-                    .send_request(ClientRequest::ListToolsRequest(
-                        ListToolsRequest::with_param(params),
-                    ))
-                    .await
-                    .map_err(|_| ())?;
-                match answer {
-                    ServerResult::ListToolsResult(listed) => match listed.next_cursor {
-                        Some(next) if !next.is_empty() => cursor = Some(next),
-                        _ => return Ok(()),
-                    },
-                    _ => return Err(()),
+                let listed = self.peer.list_tools(Some(params)).await?;
+                match listed.next_cursor {
+                    Some(next) if !next.is_empty() => cursor = Some(next),
+                    _ => break,
                 }
             }
-            Ok(())
+            Ok::<(), rmcp::ServiceError>(())
         });
         let _ = tokio::time::timeout_at(deadline, listing).await;
     }
