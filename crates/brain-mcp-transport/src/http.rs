@@ -692,8 +692,6 @@ impl StreamableHttpClient for HttpBackend {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<BoxStream<'static, std::result::Result<Sse, SseError>>> {
-        // A resumed call stream continues its call; a new standalone stream belongs to no
-        // call and is only opened when asked for.
         // A resumed call stream continues its call (its key is in the event id); a new
         // standalone stream belongs to no call and is only opened when asked for.
         let (resumed, last_event_id) = match last_event_id {
