@@ -60,7 +60,6 @@ pub(crate) struct CallState {
     stage: AtomicU8,
     failure: Mutex<Option<Failure>>,
     resumes: AtomicUsize,
-    answered: AtomicBool,
     request: Mutex<Option<RequestId>>,
 }
 
@@ -80,7 +79,6 @@ impl CallState {
             stage: AtomicU8::new(NOT_SENT),
             failure: Mutex::new(None),
             resumes: AtomicUsize::new(0),
-            answered: AtomicBool::new(false),
             request: Mutex::new(None),
         }
     }
@@ -170,16 +168,6 @@ impl CallState {
             .clone()
     }
 
-    /// The server's answer to the call went past: what follows on its stream is neither
-    /// counted nor routed.
-    pub(crate) fn mark_answered(&self) {
-        self.answered.store(true, Ordering::Release);
-    }
-
-    pub(crate) fn is_answered(&self) -> bool {
-        self.answered.load(Ordering::Acquire)
-    }
-
     pub(crate) fn record(&self, failure: Failure) {
         let mut slot = self.failure.lock().unwrap_or_else(PoisonError::into_inner);
         slot.get_or_insert(failure);
@@ -256,8 +244,11 @@ impl Registration {
 }
 
 impl Drop for Registration {
+    /// The call is over: a request of it still queued in rmcp is never written.
     fn drop(&mut self) {
-        self.registry.lock().remove(&self.key);
+        if let Some(state) = self.registry.lock().remove(&self.key) {
+            state.abandon();
+        }
     }
 }
 
@@ -285,26 +276,41 @@ impl Registry {
         self.lock().get(&key).cloned()
     }
 
-    /// If the message is a `tools/call` carrying a call marker: removes the marker, puts
-    /// the call's token in `progressToken`, and returns the call and its key.
+    /// Called as a message is about to be written. If it is a `tools/call` carrying a call
+    /// marker: removes the marker, puts the call's token in `progressToken`, marks the
+    /// call as sending and returns it with its key. `Err` when the call was given up (or
+    /// is over) while its request waited in rmcp's queue: the request must not be written.
     pub(crate) fn claim(
         &self,
         message: &mut ClientJsonRpcMessage,
-    ) -> Option<(u64, Arc<CallState>)> {
+    ) -> Result<Option<(u64, Arc<CallState>)>, GivenUp> {
         let JsonRpcMessage::Request(request) = message else {
-            return None;
+            return Ok(None);
         };
         if !matches!(request.request, ClientRequest::CallToolRequest(_)) {
-            return None;
+            return Ok(None);
         }
         let meta = request.request.get_meta_mut();
-        let key = meta.0.0.remove(CALL_MARKER)?.as_u64()?;
-        let state = self.lock().get(&key).cloned()?;
+        let Some(key) = meta.0.0.remove(CALL_MARKER).and_then(|key| key.as_u64()) else {
+            return Ok(None);
+        };
+        let state = self.lock().get(&key).cloned().ok_or(GivenUp)?;
+        if !state.mark_sending() {
+            return Err(GivenUp);
+        }
         meta.set_progress_token(ProgressToken(NumberOrString::String(Arc::clone(
             &state.token,
         ))));
-        Some((key, state))
+        Ok(Some((key, state)))
     }
+}
+
+/// A call's request that must not be written: the call was given up before it was.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct GivenUp;
+
+impl GivenUp {
+    pub(crate) const MESSAGE: &str = "the call was given up before it was sent";
 }
 
 #[cfg(test)]
@@ -335,7 +341,7 @@ mod tests {
         let state = Arc::new(CallState::new("c1", None, 10));
         let registration = registry.register(state);
         let mut message = call_message(Some(registration.key()));
-        assert!(registry.claim(&mut message).is_some());
+        assert!(matches!(registry.claim(&mut message), Ok(Some(_))));
         let wire = serde_json::to_value(&message).unwrap();
         assert_eq!(
             wire["params"]["_meta"],
@@ -347,10 +353,34 @@ mod tests {
     }
 
     #[test]
+    fn a_request_of_a_call_given_up_is_never_claimed_for_sending() {
+        let registry = Arc::new(Registry::default());
+        // The call ended (timeout, cancel, dropped) while its request was queued.
+        let state = Arc::new(CallState::new("c1", None, 10));
+        let registration = registry.register(Arc::clone(&state));
+        let mut message = call_message(Some(registration.key()));
+        drop(registration);
+        assert_eq!(registry.claim(&mut message).err(), Some(GivenUp));
+        assert!(state.abandon(), "it stays not sent");
+        // Given up while still registered: the same.
+        let state = Arc::new(CallState::new("c2", None, 10));
+        let registration = registry.register(Arc::clone(&state));
+        assert!(state.abandon());
+        let mut message = call_message(Some(registration.key()));
+        assert_eq!(registry.claim(&mut message).err(), Some(GivenUp));
+        // Once sending, giving up is too late: the request may be on the wire.
+        let state = Arc::new(CallState::new("c3", None, 10));
+        let registration = registry.register(Arc::clone(&state));
+        let mut message = call_message(Some(registration.key()));
+        assert!(matches!(registry.claim(&mut message), Ok(Some(_))));
+        assert!(!state.abandon());
+    }
+
+    #[test]
     fn unmarked_requests_are_left_alone() {
         let registry = Arc::new(Registry::default());
         let mut message = call_message(None);
-        assert!(registry.claim(&mut message).is_none());
+        assert!(matches!(registry.claim(&mut message), Ok(None)));
         let wire = serde_json::to_value(&message).unwrap();
         assert_eq!(wire["params"]["_meta"]["progressToken"], json!(7));
     }

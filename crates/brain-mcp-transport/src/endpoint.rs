@@ -4,9 +4,10 @@ use std::{fmt, path::PathBuf};
 
 use crate::{error::one_line, secret::Secret};
 
-/// Environment values shorter than this are not taken for secrets: hiding a `1` or a
-/// `true` would garble every message, and a credential is longer.
-const MIN_ENV_SECRET_LEN: usize = 8;
+/// Values shorter than this (environment values, arguments, query values) are not taken
+/// for secrets: hiding a `1` or a `true` would garble every message, and a credential is
+/// longer. The bearer token is always hidden.
+const MIN_SECRET_LEN: usize = 8;
 
 /// How to reach an MCP server. Its `Debug` shows no secret: not the bearer token, the
 /// URL's user info or query, or the values of a stdio server's environment.
@@ -45,12 +46,8 @@ impl Endpoint {
     /// the token, a query string or the arguments.
     pub fn describe(&self) -> String {
         match self {
-            Endpoint::Http(http) => match http.url.split_once("://") {
-                Some((scheme, rest)) => {
-                    let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
-                    let host = host.rsplit_once('@').map_or(host, |(_, host)| host);
-                    format!("{scheme}://{host}")
-                }
+            Endpoint::Http(http) => match UrlParts::of(&http.url) {
+                Some(url) => format!("{}://{}", url.scheme, url.host),
                 None => "the server".to_owned(),
             },
             Endpoint::Stdio(stdio) => {
@@ -63,20 +60,40 @@ impl Endpoint {
         }
     }
 
-    /// Server text for a message: the endpoint's secrets (the bearer token, the values of
-    /// a stdio server's environment) hidden first, then shortened to one line of at most
-    /// `max` characters, so no part of a secret survives the cut.
+    /// Server text for a message: the endpoint's secrets hidden first (the bearer token;
+    /// the URL's password and query values, a stdio server's arguments and environment
+    /// values, those of 8 characters or more), then shortened to one line of at most `max`
+    /// characters, so no part of a secret survives the cut.
     pub(crate) fn quote(&self, text: &str, max: usize) -> String {
-        let mut text = text.to_owned();
-        let secrets: Vec<&str> = match self {
-            Endpoint::Http(http) => http.bearer.iter().map(Secret::expose).collect(),
+        let mut secrets: Vec<&str> = match self {
+            Endpoint::Http(http) => {
+                let url = UrlParts::of(&http.url);
+                let password = url
+                    .as_ref()
+                    .and_then(|url| url.userinfo?.split_once(':'))
+                    .map(|(_, password)| password);
+                let query = url.as_ref().map_or("", |url| url.query);
+                let values = query
+                    .split('&')
+                    .filter_map(|pair| pair.split_once('=').map(|(_, value)| value));
+                password
+                    .into_iter()
+                    .chain(values)
+                    .filter(|value| value.len() >= MIN_SECRET_LEN)
+                    .chain(http.bearer.iter().map(Secret::expose))
+                    .collect()
+            }
             Endpoint::Stdio(stdio) => stdio
-                .env
+                .args
                 .iter()
-                .map(|(_, value)| value.as_str())
-                .filter(|value| value.len() >= MIN_ENV_SECRET_LEN)
+                .chain(stdio.env.iter().map(|(_, value)| value))
+                .map(String::as_str)
+                .filter(|value| value.len() >= MIN_SECRET_LEN)
                 .collect(),
         };
+        // Longest first: a secret inside another must not leave the rest of it behind.
+        secrets.sort_by_key(|secret| std::cmp::Reverse(secret.len()));
+        let mut text = text.to_owned();
         for secret in secrets.into_iter().filter(|secret| !secret.is_empty()) {
             text = text.replace(secret, "<redacted>");
         }
@@ -84,26 +101,59 @@ impl Endpoint {
     }
 }
 
-/// A URL for `Debug`: user info and query hidden.
+/// The parts of an absolute URL that messages and `Debug` care about.
+struct UrlParts<'a> {
+    scheme: &'a str,
+    userinfo: Option<&'a str>,
+    /// Host and port.
+    host: &'a str,
+    path: &'a str,
+    /// After `?`, up to `#`.
+    query: &'a str,
+    /// Whether a query or a fragment follows the path.
+    has_tail: bool,
+}
+
+impl<'a> UrlParts<'a> {
+    fn of(url: &'a str) -> Option<Self> {
+        let (scheme, rest) = url.split_once("://")?;
+        let (authority, rest) = rest.split_at(rest.find(['/', '?', '#']).unwrap_or(rest.len()));
+        let (userinfo, host) = match authority.rsplit_once('@') {
+            Some((userinfo, host)) => (Some(userinfo), host),
+            None => (None, authority),
+        };
+        let (path, tail) = rest.split_at(rest.find(['?', '#']).unwrap_or(rest.len()));
+        let query = tail
+            .strip_prefix('?')
+            .map_or("", |query| query.split('#').next().unwrap_or_default());
+        Some(Self {
+            scheme,
+            userinfo,
+            host,
+            path,
+            query,
+            has_tail: !tail.is_empty(),
+        })
+    }
+}
+
+/// A URL for `Debug`: user info, query and fragment hidden.
 fn redacted_url(url: &str) -> String {
-    let (url, query) = match url.split_once('?') {
-        Some((url, _)) => (url, "?<redacted>"),
-        None => (url, ""),
-    };
-    let url = match url.split_once("://") {
-        Some((scheme, rest)) => match rest.split_once('/') {
-            Some((authority, path)) => match authority.rsplit_once('@') {
-                Some((_, host)) => format!("{scheme}://<redacted>@{host}/{path}"),
-                None => url.to_owned(),
+    match UrlParts::of(url) {
+        Some(parts) => format!(
+            "{}://{}{}{}{}",
+            parts.scheme,
+            if parts.userinfo.is_some() {
+                "<redacted>@"
+            } else {
+                ""
             },
-            None => match rest.rsplit_once('@') {
-                Some((_, host)) => format!("{scheme}://<redacted>@{host}"),
-                None => url.to_owned(),
-            },
-        },
-        None => url.to_owned(),
-    };
-    format!("{url}{query}")
+            parts.host,
+            parts.path,
+            if parts.has_tail { "?<redacted>" } else { "" },
+        ),
+        None => "<not an absolute URL>".to_owned(),
+    }
 }
 
 /// A Streamable HTTP endpoint.
@@ -148,7 +198,7 @@ impl fmt::Debug for StdioEndpoint {
             .collect();
         f.debug_struct("StdioEndpoint")
             .field("program", &self.program)
-            .field("args", &self.args)
+            .field("args", &format_args!("<{} redacted>", self.args.len()))
             .field("env", &env)
             .field("cwd", &self.cwd)
             .finish()
@@ -205,12 +255,23 @@ mod tests {
         for secret in ["pw", "abc", "tok-123"] {
             assert!(!debug.contains(secret), "{debug}");
         }
+        let endpoint = Endpoint::http("http://127.0.0.1:9/mcp#frag-secret", None);
+        let debug = format!("{endpoint:?}");
+        assert!(
+            debug.contains("http://127.0.0.1:9/mcp?<redacted>"),
+            "{debug}"
+        );
+        assert!(!debug.contains("frag-secret"), "{debug}");
         let endpoint = Endpoint::Stdio(
-            StdioEndpoint::new("server", ["--stdio"]).env("API_KEY", "sk-live-0123456789"),
+            StdioEndpoint::new("server", ["--token", "arg-secret-99"])
+                .env("API_KEY", "sk-live-0123456789"),
         );
         let debug = format!("{endpoint:?}");
         assert!(debug.contains("API_KEY=<redacted>"), "{debug}");
-        assert!(!debug.contains("sk-live"), "{debug}");
+        assert!(debug.contains("<2 redacted>"), "{debug}");
+        for secret in ["sk-live", "arg-secret"] {
+            assert!(!debug.contains(secret), "{debug}");
+        }
     }
 
     #[test]
@@ -230,6 +291,22 @@ mod tests {
         assert_eq!(
             endpoint.quote("key sk-live-0123456789 rejected (1 try)", 200),
             "key <redacted> rejected (1 try)"
+        );
+        // One secret inside another: the longer goes first, nothing of it is left.
+        let endpoint = Endpoint::Stdio(
+            StdioEndpoint::new("server", ["--stdio"])
+                .env("SHORT", "abcdefgh")
+                .env("LONG", "abcdefgh-0123"),
+        );
+        assert_eq!(endpoint.quote("got abcdefgh-0123", 200), "got <redacted>");
+        // The URL's password and query values.
+        let endpoint = Endpoint::http(
+            "https://user:hunter2-pass@mcp.example.com/mcp?api_key=query-secret-1&v=2",
+            None,
+        );
+        assert_eq!(
+            endpoint.quote("denied hunter2-pass / query-secret-1 (v=2)", 200),
+            "denied <redacted> / <redacted> (v=2)"
         );
     }
 }

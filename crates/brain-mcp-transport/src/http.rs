@@ -340,9 +340,13 @@ impl HttpBackend {
         response: reqwest::Response,
         call: Option<CallStream>,
     ) -> BoxStream<'static, std::result::Result<Sse, SseError>> {
+        // Set once the call's answer went past: what follows (rmcp drains the stream a
+        // moment) is neither counted against the budget nor routed.
+        let answered = Arc::new(AtomicBool::new(false));
         let bytes = CountedBytes {
             inner: response.bytes_stream().boxed(),
             call: call.as_ref().map(|stream| Arc::clone(&stream.call)),
+            answered: Arc::clone(&answered),
             event: EventSizeLimiter::new(
                 call.as_ref()
                     .map_or(self.config.max_response_bytes, |stream| {
@@ -365,8 +369,7 @@ impl HttpBackend {
         events
             .filter_map(move |event| {
                 let event = match event {
-                    // rmcp drains a stream after its answer: there is nothing more for it.
-                    Ok(_) if call.is_answered() => None,
+                    Ok(_) if answered.load(Ordering::Acquire) => None,
                     Ok(sse) => {
                         let id = sse
                             .id
@@ -385,7 +388,7 @@ impl HttpBackend {
                             match response_to(&sse, expected.as_ref()) {
                                 Response::Other => Some(Ok(Sse { id, ..sse })),
                                 Response::Ours => {
-                                    call.mark_answered();
+                                    answered.store(true, Ordering::Release);
                                     Some(Ok(Sse { id, ..sse }))
                                 }
                                 Response::Wrong => {
@@ -553,7 +556,10 @@ impl StreamableHttpClient for HttpBackend {
             self.session.initializing.store(true, Ordering::Release);
         }
         let _initialized = SetOnDrop(initialize.then_some(&self.session.initialized));
-        let claimed = self.registry.claim(&mut message);
+        // A call given up while its request waited in rmcp's queue stays unsent.
+        let Ok(claimed) = self.registry.claim(&mut message) else {
+            return Err(StreamableHttpError::Client(HttpError::Closed));
+        };
         let call = claimed.as_ref().map(|(_, call)| Arc::clone(call));
         let request_id = match &message {
             JsonRpcMessage::Request(request) => Some(request.id.clone()),
@@ -570,10 +576,6 @@ impl StreamableHttpClient for HttpBackend {
             .header(header::CONTENT_TYPE, JSON)
             .body(body);
         let request = Self::authorize(request, auth_header, custom_headers, session_id.as_deref());
-        // A call given up while its request waited in rmcp's queue stays unsent.
-        if call.as_ref().is_some_and(|call| !call.mark_sending()) {
-            return Err(StreamableHttpError::Client(HttpError::Closed));
-        }
         // An initialize the caller gave up on may still create a session: let it finish
         // (briefly) so the session can be deleted.
         let grace = if initialize {
@@ -700,7 +702,11 @@ impl StreamableHttpClient for HttpBackend {
                 .and_then(|rest| rest.split_once(':'))
                 .and_then(|(key, id)| Some((key.parse::<u64>().ok()?, id.to_owned())))
             {
-                Some((key, id)) => (self.registry.get(key).map(|call| (key, call)), Some(id)),
+                Some((key, id)) => match self.registry.get(key) {
+                    Some(call) => (Some((key, call)), Some(id)),
+                    // The call is over: its stream is not resumed.
+                    None => return Err(StreamableHttpError::ServerDoesNotSupportSse),
+                },
                 None => (None, Some(id)),
             },
             None if self.config.standalone_stream => (None, None),
@@ -826,6 +832,8 @@ impl Drop for SetOnDrop<'_> {
 struct CountedBytes {
     inner: BoxStream<'static, reqwest::Result<Bytes>>,
     call: Option<Arc<CallState>>,
+    /// The call's answer went past: the rest is not the call's.
+    answered: Arc<AtomicBool>,
     event: EventSizeLimiter,
     failed: bool,
 }
@@ -846,15 +854,17 @@ impl Stream for CountedBytes {
         if self.failed {
             return Poll::Ready(None);
         }
+        let call = self
+            .call
+            .as_ref()
+            .filter(|_| !self.answered.load(Ordering::Acquire))
+            .cloned();
         match ready!(self.inner.poll_next_unpin(cx)) {
             Some(Ok(chunk)) => {
-                let within_call = self
-                    .call
-                    .as_ref()
-                    .is_none_or(|call| call.count(chunk.len()));
+                let within_call = call.as_ref().is_none_or(|call| call.count(chunk.len()));
                 if !within_call || !self.event.observe(&chunk) {
                     self.failed = true;
-                    if let Some(call) = &self.call {
+                    if let Some(call) = &call {
                         call.raise_overflow();
                     }
                     return Poll::Ready(Some(Err(StreamError::TooLarge)));
@@ -863,7 +873,7 @@ impl Stream for CountedBytes {
             }
             Some(Err(_)) => {
                 self.failed = true;
-                if let Some(call) = &self.call {
+                if let Some(call) = &call {
                     call.record(Failure::Broken);
                 }
                 Poll::Ready(Some(Err(StreamError::Broken)))

@@ -216,10 +216,13 @@ struct Finishing<'a> {
 }
 
 impl Finishing<'_> {
-    /// Closes the context; `reason` is why a request still running was abandoned.
+    /// Closes the context; `reason` is why a request still running was abandoned. A
+    /// request never written needs no cancel notice (and now never will be written).
     fn finish(&mut self, reason: Option<&'static str>) {
         if let Some(opened) = self.opened.take() {
-            let abandoned = reason.and_then(|reason| self.state.request().map(|id| (id, reason)));
+            let abandoned = reason
+                .filter(|_| !self.state.abandon())
+                .and_then(|reason| self.state.request().map(|id| (id, reason)));
             opened.finish(self.client, abandoned);
         }
     }

@@ -224,6 +224,10 @@ pub(crate) async fn drive_call(
             () = tokio::time::sleep_until(request.deadline) => return Err(Stop::Timeout),
             () = request.cancel.cancelled() => return Err(Stop::Cancelled),
         };
+        if matches!(answer, Ok(Ok(_) | Err(ServiceError::McpError(_)))) {
+            // The server answered: nothing of this request is left running to cancel.
+            state.set_request(None);
+        }
         // A failed stream may report its failure just before the overflow it caused.
         if state.is_overflowed() {
             return Err(Stop::Overflow);
@@ -233,7 +237,6 @@ pub(crate) async fn drive_call(
             Ok(Err(error)) => return Err(Stop::Failed(error)),
             Err(_) => return Err(Stop::Failed(ServiceError::TransportClosed)),
         };
-        state.set_request(None);
         match result {
             ServerResult::CallToolResult(result) => {
                 return serde_json::to_value(result)

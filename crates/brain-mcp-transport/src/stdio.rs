@@ -39,7 +39,7 @@ use tokio_util::{sync::CancellationToken, task::TaskTracker};
 use tracing::Instrument;
 
 use crate::{
-    calls::{CallState, Registry},
+    calls::{CallState, GivenUp, Registry},
     client::{EraPreference, McpClient, spawn_background},
     endpoint::{Endpoint, StdioEndpoint},
     error::{CallError, Delivery, ErrorKind},
@@ -427,14 +427,14 @@ impl Transport<RoleClient> for StdioTransport {
         &mut self,
         mut item: TxJsonRpcMessage<RoleClient>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        let claimed = self.registry.claim(&mut item).map(|(_, call)| call);
-        if let Some(call) = &claimed {
-            // A call given up while its request waited in rmcp's queue stays unsent.
-            if !call.mark_sending() {
-                return Either::Left(std::future::ready(Err(io::Error::other(
-                    "the call was given up before it was sent",
-                ))));
+        // A call given up while its request waited in rmcp's queue stays unsent.
+        let claimed = match self.registry.claim(&mut item) {
+            Ok(claimed) => claimed.map(|(_, call)| call),
+            Err(GivenUp) => {
+                return Either::Left(std::future::ready(Err(io::Error::other(GivenUp::MESSAGE))));
             }
+        };
+        if let Some(call) = &claimed {
             let _ = self.current.set(Arc::clone(call));
         }
         let sending = self.inner.send(item);

@@ -353,11 +353,15 @@ async fn a_dropped_call_still_closes_its_session() {
     assert!(dropped.is_err(), "the hang tool never answers");
     let seen = server
         .wait_for(
-            |c| c.sessions_closed == 1 && c.calls_in_flight == 0,
+            |c| c.sessions_closed == 1 && c.calls_in_flight == 0 && c.cancellations == 1,
             Duration::from_secs(5),
         )
         .await;
     assert_eq!(seen.method("tools/call"), 1);
+    assert_eq!(
+        seen.cancellations, 1,
+        "notifications/cancelled for the call"
+    );
     assert_eq!(seen.open_sessions(), 0, "the session was deleted");
     assert_eq!(seen.calls_in_flight, 0, "the server's handler ended");
     client.shutdown(Duration::from_secs(5)).await;

@@ -214,12 +214,19 @@ async fn a_dropped_call_ends_the_request_on_the_server() {
     let dropped = tokio::time::timeout(Duration::from_millis(300), call).await;
     assert!(dropped.is_err(), "the hang tool never answers");
     let seen = server
-        .wait_for(|c| c.calls_in_flight == 0, Duration::from_secs(5))
+        .wait_for(
+            |c| c.calls_in_flight == 0 && c.handler_cancellations == 1,
+            Duration::from_secs(5),
+        )
         .await;
     assert_eq!(seen.method("tools/call"), 1);
     assert_eq!(
         seen.calls_in_flight, 0,
         "closing the stream ended the handler"
+    );
+    assert_eq!(
+        seen.handler_cancellations, 1,
+        "the handler saw it cancelled"
     );
     // The shared client is still usable.
     let ran = call_again(&client, &endpoint).await;
@@ -233,4 +240,23 @@ async fn call_again(
     endpoint: &Endpoint,
 ) -> crate::support::Ran {
     call(client, endpoint, "echo", json!({"message": "again"})).await
+}
+
+#[tokio::test]
+async fn an_input_required_round_over_sse_gets_its_answer() {
+    let (server, endpoint) = server().await;
+    let options = brain_mcp_transport::ClientOptions::default()
+        .era(EraPreference::Modern)
+        .server_requests(brain_mcp_transport::ServerRequestPolicy::AcceptElicitationDefaults);
+    let client = brain_mcp_transport::McpClient::new(options);
+    // Two rounds of tools/call, each answered on its own SSE stream.
+    let ran = run(
+        &client,
+        request(&endpoint, "ask", json!({}), "c1", Duration::from_secs(10)),
+    )
+    .await;
+    assert_eq!(ran.text(), "asked");
+    assert_eq!(server.counters().method("tools/call"), 2);
+    assert_eq!(server.counters().handler_cancellations, 0);
+    client.shutdown(Duration::from_secs(5)).await;
 }
