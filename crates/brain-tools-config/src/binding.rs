@@ -1,5 +1,7 @@
 //! The typed config model, after validation.
 
+use crate::auth::McpAuth;
+
 /// A JSON object, with keys in document order.
 pub type JsonObject = serde_json::Map<String, serde_json::Value>;
 
@@ -75,6 +77,10 @@ impl ToolBinding {
 /// Where a tool lives: on an MCP server, or behind the host's own HTTP/SSE tool executor.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one per binding, built once at load; a Box would only show in the public type"
+)]
 pub enum Target {
     /// A binding with `mcp_tool`: a tool on an MCP server.
     Mcp(McpTarget),
@@ -106,15 +112,31 @@ impl McpTarget {
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum McpServer {
-    /// A Streamable HTTP endpoint (`url`), with the bearer token read from `token_env`.
+    /// A Streamable HTTP endpoint (`url`), with either a static bearer token read from
+    /// `token_env` or an `auth` object (never both). Build one with [`McpServer::http`].
+    #[non_exhaustive]
     Http {
-        /// The server's MCP endpoint, an absolute `http` or `https` URL.
+        /// The server's MCP endpoint, an absolute `http` or `https` URL without user info.
         url: String,
         /// The environment variable that holds the API key, read at call time.
         token_env: Option<String>,
+        /// How the client obtains access tokens for this server, if it uses OAuth.
+        auth: Option<McpAuth>,
     },
     /// An installed command that speaks MCP on stdin/stdout (`command`).
     Stdio(StdioCommand),
+}
+
+impl McpServer {
+    /// A Streamable HTTP server at `url`, with the bearer token read from `token_env` (if
+    /// any) and no `auth`.
+    pub fn http(url: impl Into<String>, token_env: Option<String>) -> Self {
+        McpServer::Http {
+            url: url.into(),
+            token_env,
+            auth: None,
+        }
+    }
 }
 
 /// An installed MCP server started per call.
@@ -125,10 +147,15 @@ pub struct StdioCommand {
     pub program: String,
     /// Its arguments.
     pub args: Vec<String>,
-    /// Variables added to the host's environment for the child, in document order.
+    /// Variables set for the child, in document order, on top of the few it gets from
+    /// the host (`HOME`, `LOGNAME`, `PATH`, `SHELL`, `TERM`, `USER`), or on top of the
+    /// host's whole environment with [`inherit_env`](Self::inherit_env).
     pub env: Vec<(String, String)>,
     /// The working directory, if not the host's.
     pub cwd: Option<String>,
+    /// Whether the child gets the host's whole environment instead of only `HOME`,
+    /// `LOGNAME`, `PATH`, `SHELL`, `TERM` and `USER` (false unless set).
+    pub inherit_env: bool,
 }
 
 impl StdioCommand {
@@ -142,6 +169,7 @@ impl StdioCommand {
             args: args.into_iter().map(Into::into).collect(),
             env: Vec::new(),
             cwd: None,
+            inherit_env: false,
         }
     }
 }

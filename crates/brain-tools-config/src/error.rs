@@ -218,6 +218,86 @@ pub enum Problem {
     NoEndpoint,
     /// `token_env` on a stdio binding.
     TokenEnvOnStdio,
+    /// The document is larger than [`MAX_CONFIG_BYTES`](crate::MAX_CONFIG_BYTES).
+    TooLarge {
+        /// The limit, in bytes.
+        max: usize,
+    },
+    /// A key appears more than once in one object (JSON parsers disagree on which one
+    /// wins, so neither is taken).
+    DuplicateKey {
+        /// How many times it appears.
+        count: usize,
+    },
+    /// More repeated keys than are listed.
+    MoreDuplicateKeys {
+        /// How many more.
+        count: usize,
+    },
+    /// A URL in `auth` that is not an absolute URL with a host.
+    BadAuthUrl {
+        /// Why it does not parse.
+        reason: String,
+    },
+    /// A URL with a user name or password in it.
+    UrlUserInfo {
+        /// The URL without its user info (never the password).
+        without: String,
+        /// Whether it is the binding's `url` (the client would send a second
+        /// `Authorization` header) rather than an `auth` URL.
+        endpoint: bool,
+    },
+    /// A URL that must use https (or, where allowed, http to a loopback host).
+    NotHttps {
+        /// Whether plain http to a loopback host is accepted here.
+        loopback_allowed: bool,
+    },
+    /// A URL with a part it must not have.
+    UrlPart {
+        /// "query", "fragment".
+        part: &'static str,
+    },
+    /// A URL that must have a path after the host.
+    RootPath,
+    /// A `*_env` field that is not a variable name.
+    BadEnvName {
+        /// What the variable holds ("client secret").
+        holds: &'static str,
+        /// An example name.
+        example: &'static str,
+    },
+    /// A secret written into the config.
+    InlineSecret {
+        /// The field that names its environment variable instead, when this object has one.
+        env_key: Option<&'static str>,
+    },
+    /// Both `token_env` and `auth`.
+    AuthAndTokenEnv,
+    /// `auth` on a stdio binding.
+    AuthOnStdio,
+    /// `auth` on an HTTP tool (no `mcp_tool`).
+    AuthOnHttpTool,
+    /// A string that is not one of the accepted values.
+    NotOneOf {
+        /// The accepted values.
+        allowed: &'static [&'static str],
+    },
+    /// A field that does not apply given the other fields.
+    NotApplicable {
+        /// Why, one clause ("applies to private_key_jwt only").
+        reason: &'static str,
+        /// What to do.
+        fix: &'static str,
+    },
+    /// `scopes` is an empty list.
+    NoScopes,
+    /// A scope with whitespace or a control character in it.
+    BadScope,
+    /// A scope is listed twice.
+    DuplicateScope {
+        /// The index of its first listing.
+        first: usize,
+    },
 }
 
 impl Problem {
@@ -283,6 +363,68 @@ impl Problem {
             Problem::TokenEnvOnStdio => {
                 "remove it; pass secrets to a stdio server through command.env or the host's environment".into()
             }
+            Problem::TooLarge { .. } => "write a smaller host config".into(),
+            Problem::DuplicateKey { .. } => "keep one".into(),
+            Problem::MoreDuplicateKeys { .. } => "keep one of each".into(),
+            Problem::BadAuthUrl { .. } => {
+                "write an absolute https URL, e.g. https://auth.example.com".into()
+            }
+            Problem::UrlUserInfo {
+                without,
+                endpoint: true,
+            } => format!(
+                "write {without} and name the credential's variable in token_env or auth (the client would otherwise send two Authorization headers)"
+            ),
+            Problem::UrlUserInfo {
+                without,
+                endpoint: false,
+            } => format!(
+                "write {without}; secrets come from environment variables named in the config, never the config itself"
+            ),
+            Problem::NotHttps { .. } => "use an https:// URL".into(),
+            Problem::UrlPart { part } => format!("remove the {part}"),
+            Problem::RootPath => {
+                "publish the metadata document at a path, e.g. https://app.example.com/oauth/client.json"
+                    .into()
+            }
+            Problem::BadEnvName { holds, example } => {
+                format!("name the variable that holds the {holds} (e.g. {example}), not the {holds} itself")
+            }
+            Problem::InlineSecret {
+                env_key: Some("token_env"),
+            } => {
+                r#"remove it; a static token is named by the binding's "token_env" (instead of "auth"), and tokens for "auth" are obtained at call time"#
+                    .into()
+            }
+            Problem::InlineSecret {
+                env_key: Some(env_key),
+            } => format!(
+                r#"name an environment variable that holds it with "{env_key}"; secrets come from the environment, never the config itself"#
+            ),
+            Problem::InlineSecret { env_key: None } => {
+                "remove it; secrets come from environment variables named in the config, never the config itself".into()
+            }
+            Problem::AuthAndTokenEnv => {
+                "keep token_env for a static API key or auth for OAuth".into()
+            }
+            Problem::AuthOnStdio => {
+                "remove it; pass secrets to a stdio server through command.env".into()
+            }
+            Problem::AuthOnHttpTool => {
+                "remove it, or add mcp_tool if the url is an MCP server".into()
+            }
+            Problem::NotOneOf { allowed } => match allowed.first() {
+                Some(first) => format!("write one of them, e.g. \"{first}\""),
+                None => "remove it".into(),
+            },
+            Problem::NotApplicable { fix, .. } => (*fix).into(),
+            Problem::NoScopes => {
+                "list the scopes to request, or remove scopes to request the ones the server asks for".into()
+            }
+            Problem::BadScope => {
+                r#"list each scope as its own string, e.g. ["files:read", "files:write"]"#.into()
+            }
+            Problem::DuplicateScope { .. } => "remove the repeated scope".into(),
         }
     }
 }
@@ -322,12 +464,11 @@ impl fmt::Display for Problem {
             Problem::InvalidSchema { reason } => {
                 write!(f, "is not a valid JSON Schema: {reason}")
             }
-            Problem::BadUrl { reason } => write!(f, "is not an absolute URL ({reason})"),
+            Problem::BadUrl { reason } | Problem::BadAuthUrl { reason } => {
+                write!(f, "is not an absolute URL ({reason})")
+            }
             Problem::UrlScheme { scheme } => {
                 write!(f, "must be an http or https URL, not {scheme}")
-            }
-            Problem::BadTokenEnv => {
-                f.write_str("must be an environment variable name (^[A-Za-z_][A-Za-z0-9_]*$)")
             }
             Problem::NoTenants => f.write_str("must list at least one tenant"),
             Problem::DuplicateTenant { first } => {
@@ -341,6 +482,54 @@ impl fmt::Display for Problem {
             Problem::UrlAndCommand => f.write_str("has both url and command"),
             Problem::NoEndpoint => f.write_str("has neither url nor command"),
             Problem::TokenEnvOnStdio => f.write_str("applies to HTTP servers only"),
+            Problem::TooLarge { max } => write!(
+                f,
+                "is larger than {max} bytes ({} MiB)",
+                max / (1024 * 1024)
+            ),
+            Problem::DuplicateKey { count: 2 } => f.write_str("appears twice"),
+            Problem::DuplicateKey { count } => write!(f, "appears {count} times"),
+            Problem::MoreDuplicateKeys { count } => write!(
+                f,
+                "repeats {count} more key{} (not listed)",
+                if *count == 1 { "" } else { "s" }
+            ),
+            Problem::UrlUserInfo { .. } => {
+                f.write_str("has a user name or password in it (before the host)")
+            }
+            Problem::NotHttps {
+                loopback_allowed: true,
+            } => f.write_str(
+                "must be an https URL (plain http is accepted for 127.0.0.1, ::1 and localhost only)",
+            ),
+            Problem::NotHttps {
+                loopback_allowed: false,
+            } => f.write_str("must be an https URL"),
+            Problem::UrlPart { part } => write!(f, "must not have a {part}"),
+            Problem::RootPath => f.write_str("must have a path after the host"),
+            Problem::BadEnvName { .. } | Problem::BadTokenEnv => {
+                f.write_str("must be an environment variable name (^[A-Za-z_][A-Za-z0-9_]*$)")
+            }
+            Problem::InlineSecret { .. } => f.write_str("is a secret written into the config"),
+            Problem::AuthAndTokenEnv => f.write_str("has both token_env and auth"),
+            Problem::AuthOnStdio => f.write_str("applies to HTTP MCP servers only"),
+            Problem::AuthOnHttpTool => f.write_str("applies to MCP bindings only"),
+            Problem::NotOneOf { allowed } => {
+                f.write_str("must be one of ")?;
+                for (i, value) in allowed.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "\"{value}\"")?;
+                }
+                Ok(())
+            }
+            Problem::NotApplicable { reason, .. } => f.write_str(reason),
+            Problem::NoScopes => f.write_str("must list at least one scope"),
+            Problem::BadScope => {
+                f.write_str("must be one scope, without spaces or control characters")
+            }
+            Problem::DuplicateScope { first } => write!(f, "repeats scopes[{first}]"),
         }
     }
 }
@@ -380,6 +569,13 @@ impl fmt::Display for Warning {
                 f,
                 "names {variable}, which is not set now; calls fail with missing_token until it is"
             ),
+            WarningKind::AuthEnvUnset { variable } => write!(
+                f,
+                "names {variable}, which is not set now; calls fail until it is"
+            ),
+            WarningKind::IssuerNotPinned => f.write_str(
+                "without issuer, this client's credentials go to whichever authorization server the MCP server names; set issuer to pin it",
+            ),
         }
     }
 }
@@ -398,4 +594,12 @@ pub enum WarningKind {
         /// The variable's name.
         variable: String,
     },
+    /// A `*_env` field of `auth` names a variable that is not set at load.
+    AuthEnvUnset {
+        /// The variable's name.
+        variable: String,
+    },
+    /// `auth` without `issuer`: the client trusts whichever authorization server the MCP
+    /// server names.
+    IssuerNotPinned,
 }

@@ -5,7 +5,10 @@
 //! validates every binding. Validation reports every problem at once, each with its JSON
 //! path, the binding's name and a hint. Schemas are compiled at load (so a broken schema
 //! never reaches a call) but kept verbatim: nothing here rewrites or dereferences them,
-//! and loading never reads a file or the network.
+//! and loading never reads a file or the network. Input is bounded
+//! ([`MAX_CONFIG_BYTES`]), and a key repeated in a binding is an error, not a silent
+//! choice. Credentials are never in the config: `token_env` and the `*_env` fields of an
+//! [`McpAuth`] name the environment variables that hold them.
 //!
 //! What this crate is not: it does not decide who may call what (that is
 //! `brain-tools-policy`) and it does not talk to servers (`brain-mcp-transport`).
@@ -27,18 +30,24 @@
 //! # Ok::<(), brain_tools_config::ConfigErrors>(())
 //! ```
 
+mod auth;
 mod binding;
 mod error;
 mod load;
+mod parse;
 mod path;
 mod schema;
 mod serialize;
 
+pub use auth::{
+    ClientCredentialsAuth, EnterpriseAuth, McpAuth, OAuthAuth, SigningAlgorithm,
+    TokenEndpointAuthMethod,
+};
 pub use binding::{
     DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_SECONDS, HostConfig, HttpTarget, JsonObject,
     MAX_MAX_OUTPUT_BYTES, MAX_TIMEOUT_SECONDS, McpServer, McpTarget, StdioCommand, Target,
     ToolBinding,
 };
 pub use error::{ConfigError, ConfigErrors, Problem, Warning, WarningKind};
-pub use load::Loaded;
-pub use schema::{SchemaError, compile_schema};
+pub use load::{Loaded, MAX_CONFIG_BYTES};
+pub use schema::{CompiledSchema, SchemaError, SchemaViolation, compile_schema};

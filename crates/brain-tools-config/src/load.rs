@@ -1,5 +1,7 @@
 //! Loading: bytes -> JSON -> validated bindings, collecting every problem on the way.
 
+mod auth;
+
 use std::{collections::HashMap, sync::LazyLock};
 
 use regex::Regex;
@@ -12,9 +14,18 @@ use crate::{
         ToolBinding,
     },
     error::{ConfigError, ConfigErrors, Problem, Warning, WarningKind},
+    parse::{Duplicate, parse},
     path::Path,
     schema::schema_problems,
 };
+
+/// The largest host config accepted, in bytes (64 MiB). [`HostConfig::from_json_bytes`]
+/// refuses a larger input; a reader should stop after `MAX_CONFIG_BYTES + 1` bytes, so
+/// that memory stays bounded however large the file is.
+pub const MAX_CONFIG_BYTES: usize = 64 * 1024 * 1024;
+
+/// The UTF-8 byte-order mark some editors write at the start of a file.
+const BYTE_ORDER_MARK: &[u8] = b"\xEF\xBB\xBF";
 
 /// A config that loaded, and what deserves a look in it.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,12 +47,13 @@ const BINDING_FIELDS: &[&str] = &[
     "command",
     "mcp_tool",
     "token_env",
+    "auth",
     "tenants",
     "timeout_seconds",
     "max_output_bytes",
     "inspect_session",
 ];
-const COMMAND_FIELDS: &[&str] = &["program", "args", "env", "cwd"];
+const COMMAND_FIELDS: &[&str] = &["program", "args", "env", "cwd", "inherit_env"];
 
 static NAME: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^[A-Za-z0-9_-]{1,64}$").expect("valid regex"));
@@ -57,11 +69,24 @@ impl HostConfig {
 
     /// Loads a host config from JSON bytes; `is_set` says whether an environment variable
     /// is set (only used for warnings: tokens are read at call time).
+    ///
+    /// The bytes are UTF-8 (a leading byte-order mark is skipped), at most
+    /// [`MAX_CONFIG_BYTES`], and one JSON document in which no object in `tools` repeats a
+    /// key: a repeated key is a problem, reported with its path, not silently resolved.
     pub fn from_json_bytes_with_env(
         bytes: &[u8],
         is_set: impl Fn(&str) -> bool,
     ) -> Result<Loaded, ConfigErrors> {
         let root = Path::root();
+        if bytes.len() > MAX_CONFIG_BYTES {
+            return Err(single(
+                &root,
+                Problem::TooLarge {
+                    max: MAX_CONFIG_BYTES,
+                },
+            ));
+        }
+        let bytes = bytes.strip_prefix(BYTE_ORDER_MARK).unwrap_or(bytes);
         let text = std::str::from_utf8(bytes).map_err(|error| {
             single(
                 &root,
@@ -73,7 +98,7 @@ impl HostConfig {
         if text.trim().is_empty() {
             return Err(single(&root, Problem::EmptyDocument));
         }
-        let value: Value = serde_json::from_str(text).map_err(|error| {
+        let parsed = parse(text).map_err(|error| {
             let reason = error.to_string();
             // serde_json appends " at line L column C"; keep only the reason.
             let reason = reason
@@ -89,27 +114,62 @@ impl HostConfig {
                 },
             )
         })?;
-        Self::from_json_value_with_env(&value, is_set)
+        let mut loader = Loader::new(&is_set);
+        for duplicate in parsed.duplicates {
+            match duplicate.path.binding_index() {
+                Some(index) => loader.duplicates.entry(index).or_default().push(duplicate),
+                None => loader.other_duplicates.push(duplicate),
+            }
+        }
+        loader.unlisted_duplicates = parsed.unlisted;
+        loader.load(&parsed.value)
     }
 
-    /// Loads a host config from a parsed JSON document.
+    /// Loads a host config from a parsed JSON document (which cannot hold a repeated key
+    /// any more: check bytes with [`from_json_bytes`](Self::from_json_bytes)).
     pub fn from_json_value_with_env(
         value: &Value,
         is_set: impl Fn(&str) -> bool,
     ) -> Result<Loaded, ConfigErrors> {
-        let mut loader = Loader {
+        Loader::new(&is_set).load(value)
+    }
+}
+
+impl<'a> Loader<'a> {
+    fn new(is_set: &'a dyn Fn(&str) -> bool) -> Self {
+        Self {
             errors: Vec::new(),
             warnings: Vec::new(),
-            is_set: &is_set,
-        };
-        let config = loader.document(value);
-        if loader.errors.is_empty() {
+            is_set,
+            duplicates: HashMap::new(),
+            other_duplicates: Vec::new(),
+            unlisted_duplicates: 0,
+        }
+    }
+
+    fn load(mut self, value: &Value) -> Result<Loaded, ConfigErrors> {
+        for duplicate in std::mem::take(&mut self.other_duplicates) {
+            self.duplicate(duplicate, None);
+        }
+        let config = self.document(value);
+        // Every binding with a repeated key is an object in a `tools` array, which the
+        // walk always reaches; this is only a safety net.
+        let mut rest: Vec<Duplicate> = self.duplicates.drain().flat_map(|(_, d)| d).collect();
+        rest.sort_by_key(|d| d.path.binding_index());
+        for duplicate in rest {
+            self.duplicate(duplicate, None);
+        }
+        if self.unlisted_duplicates > 0 {
+            let count = self.unlisted_duplicates;
+            self.error(&Path::root(), None, Problem::MoreDuplicateKeys { count });
+        }
+        if self.errors.is_empty() {
             Ok(Loaded {
                 config,
-                warnings: loader.warnings,
+                warnings: self.warnings,
             })
         } else {
-            Err(ConfigErrors::new(loader.errors))
+            Err(ConfigErrors::new(self.errors))
         }
     }
 }
@@ -134,6 +194,12 @@ struct Loader<'a> {
     errors: Vec<ConfigError>,
     warnings: Vec<Warning>,
     is_set: &'a dyn Fn(&str) -> bool,
+    /// Repeated keys inside `tools[i]`, by `i`, reported with the binding.
+    duplicates: HashMap<usize, Vec<Duplicate>>,
+    /// Repeated keys elsewhere (`tools` itself), reported first.
+    other_duplicates: Vec<Duplicate>,
+    /// Repeated keys past the listed ones.
+    unlisted_duplicates: usize,
 }
 
 /// A binding being checked: its path, its fields and, once known, its name.
@@ -152,6 +218,16 @@ impl Fields<'_> {
 impl Loader<'_> {
     fn error(&mut self, path: &Path, tool: Option<&str>, problem: Problem) {
         self.errors.push(ConfigError::new(path, tool, problem));
+    }
+
+    fn duplicate(&mut self, duplicate: Duplicate, tool: Option<&str>) {
+        self.error(
+            &duplicate.path,
+            tool,
+            Problem::DuplicateKey {
+                count: duplicate.count,
+            },
+        );
     }
 
     fn document(&mut self, value: &Value) -> HostConfig {
@@ -196,7 +272,7 @@ impl Loader<'_> {
         let mut bindings = Vec::with_capacity(tools.len());
         for (index, value) in tools.iter().enumerate() {
             let path = path.index(index);
-            let binding = self.binding(&path, value);
+            let binding = self.binding(index, &path, value);
             if let Some(name) = value.get("name").and_then(Value::as_str)
                 && NAME.is_match(name)
             {
@@ -215,7 +291,7 @@ impl Loader<'_> {
         HostConfig { tools: bindings }
     }
 
-    fn binding(&mut self, path: &Path, value: &Value) -> Option<ToolBinding> {
+    fn binding(&mut self, index: usize, path: &Path, value: &Value) -> Option<ToolBinding> {
         let Value::Object(object) = value else {
             self.error(
                 path,
@@ -236,6 +312,9 @@ impl Loader<'_> {
         let name = self.name(&mut fields);
         let tool = fields.tool.clone();
         let tool = tool.as_deref();
+        for duplicate in self.duplicates.remove(&index).unwrap_or_default() {
+            self.duplicate(duplicate, tool);
+        }
 
         for key in object.keys() {
             if !BINDING_FIELDS.contains(&key.as_str()) {
@@ -333,6 +412,25 @@ impl Loader<'_> {
                     fields.tool.as_deref(),
                     Problem::WrongType {
                         expected: "a string",
+                        found: type_name(other),
+                    },
+                );
+                None
+            }
+        }
+    }
+
+    /// `Some(value)` when the field is a boolean, `None` when it is absent or has a wrong
+    /// type (reported).
+    fn optional_bool(&mut self, fields: &Fields<'_>, field: &str) -> Option<bool> {
+        match fields.object.get(field)? {
+            Value::Bool(value) => Some(*value),
+            other => {
+                self.error(
+                    &fields.at(field),
+                    fields.tool.as_deref(),
+                    Problem::WrongType {
+                        expected: "a boolean",
                         found: type_name(other),
                     },
                 );
@@ -508,6 +606,16 @@ impl Loader<'_> {
                     self.error(&path, tool, out_of_range);
                     None
                 }
+                // JSON Schema's integer: a number with a zero fractional part (`5.0`).
+                None if number.as_f64().is_some_and(|n| n.fract() == 0.0) => {
+                    let n = number.as_f64().unwrap_or_default();
+                    if (min as f64..=max as f64).contains(&n) {
+                        Some(n as u64)
+                    } else {
+                        self.error(&path, tool, out_of_range);
+                        None
+                    }
+                }
                 None => {
                     self.error(
                         &path,
@@ -539,6 +647,7 @@ impl Loader<'_> {
         let is_mcp = fields.object.contains_key("mcp_tool");
         let has_url = fields.object.contains_key("url");
         let has_command = fields.object.contains_key("command");
+        let has_auth = fields.object.contains_key("auth");
         let mcp_tool = if is_mcp {
             self.required_string(fields, "mcp_tool", "the tool's name on the MCP server")
         } else {
@@ -560,6 +669,20 @@ impl Loader<'_> {
         if has_command && !is_mcp {
             self.error(&fields.at("command"), tool, Problem::CommandWithoutMcpTool);
         }
+        if has_auth && has_command {
+            self.error(&fields.at("auth"), tool, Problem::AuthOnStdio);
+        } else if has_auth && !is_mcp {
+            self.error(&fields.at("auth"), tool, Problem::AuthOnHttpTool);
+        }
+        // An HTTP MCP binding's auth, checked whole even when something else is wrong.
+        let auth = if has_auth && is_mcp && !has_command {
+            if fields.object.contains_key("token_env") {
+                self.error(&fields.path, tool, Problem::AuthAndTokenEnv);
+            }
+            self.auth(fields).map(Some)
+        } else {
+            Some(None)
+        };
         if has_url && has_command {
             self.error(&fields.path, tool, Problem::UrlAndCommand);
             return None;
@@ -588,11 +711,16 @@ impl Loader<'_> {
             }
             return None;
         }
-        let url = self.url(fields, token_env.clone().flatten().as_deref());
+        let sends_token = matches!(token_env, Some(Some(_))) || matches!(auth, Some(Some(_)));
+        let url = self.url(fields, sends_token, is_mcp);
         let (url, token_env) = (url?, token_env?);
         if is_mcp {
             Some(Target::Mcp(McpTarget::new(
-                McpServer::Http { url, token_env },
+                McpServer::Http {
+                    url,
+                    token_env,
+                    auth: auth?,
+                },
                 mcp_tool?,
             )))
         } else {
@@ -642,7 +770,9 @@ impl Loader<'_> {
         Some(Some(name))
     }
 
-    fn url(&mut self, fields: &Fields<'_>, token_env: Option<&str>) -> Option<String> {
+    /// The binding's `url`; `sends_token` when a bearer token goes with every request,
+    /// `is_mcp` for an MCP binding (whose client sets `Authorization` itself).
+    fn url(&mut self, fields: &Fields<'_>, sends_token: bool, is_mcp: bool) -> Option<String> {
         let path = fields.at("url");
         let tool = fields.tool.as_deref();
         let text = self.optional_string(fields, "url")?;
@@ -662,7 +792,7 @@ impl Loader<'_> {
         match url.scheme() {
             "https" => {}
             "http" => {
-                if token_env.is_some() && !is_loopback(&url) {
+                if sends_token && !is_loopback(&url) {
                     self.warnings.push(Warning::new(
                         &path,
                         tool,
@@ -689,6 +819,17 @@ impl Loader<'_> {
                 tool,
                 Problem::BadUrl {
                     reason: "no host".into(),
+                },
+            );
+            return None;
+        }
+        if is_mcp && has_user_info(&url) {
+            self.error(
+                &path,
+                tool,
+                Problem::UrlUserInfo {
+                    without: without_user_info(url),
+                    endpoint: true,
                 },
             );
             return None;
@@ -738,6 +879,7 @@ impl Loader<'_> {
         let args = self.string_list(&command, "args");
         let env = self.string_map(&command, "env");
         let cwd = self.optional_string(&command, "cwd");
+        let inherit_env = self.optional_bool(&command, "inherit_env");
         if self.errors.len() > errors_before {
             return None;
         }
@@ -746,6 +888,7 @@ impl Loader<'_> {
             args,
             env,
             cwd,
+            inherit_env: inherit_env.unwrap_or(false),
         })
     }
 
@@ -820,6 +963,19 @@ impl Loader<'_> {
             }
         }
     }
+}
+
+/// Whether a URL carries a user name or password.
+fn has_user_info(url: &url::Url) -> bool {
+    !url.username().is_empty() || url.password().is_some()
+}
+
+/// The URL as it can be shown: without its user name and password.
+fn without_user_info(mut url: url::Url) -> String {
+    // Both only fail for URLs that cannot have user info, which then has none to remove.
+    let _ = url.set_username("");
+    let _ = url.set_password(None);
+    url.to_string()
 }
 
 fn is_loopback(url: &url::Url) -> bool {

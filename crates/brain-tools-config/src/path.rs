@@ -30,6 +30,42 @@ impl Path {
         path.segments.push(Segment::Index(index));
         path
     }
+
+    /// Descends into `key` in place (the parser keeps one path as a stack).
+    pub(crate) fn push_key(&mut self, key: String) {
+        self.segments.push(Segment::Key(key));
+    }
+
+    /// Descends into item `index` in place.
+    pub(crate) fn push_index(&mut self, index: usize) {
+        self.segments.push(Segment::Index(index));
+    }
+
+    /// Climbs back one level; the key given back when that level was a key.
+    pub(crate) fn pop(&mut self) -> Option<String> {
+        match self.segments.pop()? {
+            Segment::Key(key) => Some(key),
+            Segment::Index(_) => None,
+        }
+    }
+
+    /// Whether this is the document itself.
+    pub(crate) fn is_root(&self) -> bool {
+        self.segments.is_empty()
+    }
+
+    /// Whether this is `tools` or something inside it.
+    pub(crate) fn is_in_tools(&self) -> bool {
+        matches!(self.segments.first(), Some(Segment::Key(key)) if key == "tools")
+    }
+
+    /// `Some(i)` for `tools[i]` and everything inside it.
+    pub(crate) fn binding_index(&self) -> Option<usize> {
+        match self.segments.as_slice() {
+            [Segment::Key(key), Segment::Index(index), ..] if key == "tools" => Some(*index),
+            _ => None,
+        }
+    }
 }
 
 fn is_plain_key(key: &str) -> bool {
@@ -78,5 +114,24 @@ mod tests {
         );
         assert_eq!(Path::root().to_string(), "");
         assert_eq!(Path::root().key("$defs").to_string(), "$defs");
+    }
+
+    #[test]
+    fn works_as_a_stack_and_knows_its_binding() {
+        let mut path = Path::root();
+        assert!(path.is_root() && !path.is_in_tools());
+        path.push_key("tools".into());
+        assert!(path.is_in_tools());
+        assert_eq!(path.binding_index(), None);
+        path.push_index(2);
+        path.push_key("command".into());
+        assert_eq!(path.binding_index(), Some(2));
+        assert_eq!(path.to_string(), "tools[2].command");
+        assert_eq!(path.pop().as_deref(), Some("command"));
+        assert_eq!(path.pop(), None);
+        assert_eq!(path.to_string(), "tools");
+        let other = Path::root().key("logging").index(0);
+        assert!(!other.is_in_tools());
+        assert_eq!(other.binding_index(), None);
     }
 }

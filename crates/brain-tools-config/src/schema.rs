@@ -10,8 +10,53 @@ use serde_json::Value;
 
 use crate::{error::Problem, path::Path};
 
+/// A schema compiled for validation by [`compile_schema`]. Which validator does the work
+/// is not part of this crate's API.
+#[derive(Clone)]
+pub struct CompiledSchema {
+    validator: Validator,
+}
+
+impl fmt::Debug for CompiledSchema {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CompiledSchema").finish_non_exhaustive()
+    }
+}
+
+impl CompiledSchema {
+    /// Whether `instance` satisfies the schema (the fast path: no error is built).
+    pub fn is_valid(&self, instance: &Value) -> bool {
+        self.validator.is_valid(instance)
+    }
+
+    /// Every way `instance` fails the schema, lazily, in the validator's order. Messages
+    /// never quote the instance's values (they can hold secrets).
+    pub fn violations<'a>(
+        &'a self,
+        instance: &'a Value,
+    ) -> impl Iterator<Item = SchemaViolation> + 'a {
+        self.validator
+            .iter_errors(instance)
+            .map(|error| SchemaViolation {
+                instance_path: error.instance_path().as_str().to_owned(),
+                message: error.masked().to_string(),
+            })
+    }
+}
+
+/// One way an instance fails a schema.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SchemaViolation {
+    /// A JSON pointer into the instance (`""` for the whole value, `/query`, `/items/0`).
+    pub instance_path: String,
+    /// What is wrong, with the offending value masked.
+    pub message: String,
+}
+
 /// Why a schema cannot be used.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct SchemaError {
     /// Where in the schema, as a JSON path relative to the schema (empty for the root).
     pub path: String,
@@ -34,7 +79,7 @@ impl std::error::Error for SchemaError {}
 /// Compiles a schema for validation: draft 2020-12 unless `$schema` names another known
 /// draft; a `$ref` outside the document, an unknown `$schema` or a schema that does not
 /// compile is an error. The schema itself is not changed.
-pub fn compile_schema(schema: &Value) -> Result<Validator, SchemaError> {
+pub fn compile_schema(schema: &Value) -> Result<CompiledSchema, SchemaError> {
     let mut problems = Vec::new();
     check_references(schema, &Path::root(), &mut problems);
     if let Some((path, problem)) = problems.into_iter().next() {
@@ -43,10 +88,12 @@ pub fn compile_schema(schema: &Value) -> Result<Validator, SchemaError> {
             problem,
         });
     }
-    compile_checked(schema, &Path::root()).map_err(|(path, problem)| SchemaError {
-        path: path.to_string(),
-        problem,
-    })
+    compile_checked(schema, &Path::root())
+        .map(|validator| CompiledSchema { validator })
+        .map_err(|(path, problem)| SchemaError {
+            path: path.to_string(),
+            problem,
+        })
 }
 
 /// Every problem of a schema at `path`: the dialect, each external reference, and (only
@@ -176,6 +223,27 @@ mod tests {
         let validator = compile_schema(&schema).expect("compiles");
         assert!(validator.is_valid(&json!({"id": "a"})));
         assert!(!validator.is_valid(&json!({"id": 1})));
+    }
+
+    #[test]
+    fn violations_have_instance_paths_and_masked_messages() {
+        let schema = json!({
+            "type": "object",
+            "properties": {"n": {"type": "integer"}, "s": {"enum": ["a", "b"]}}
+        });
+        let compiled = compile_schema(&schema).unwrap();
+        let instance = json!({"n": "sk-secret-1", "s": "sk-secret-2"});
+        let mut violations: Vec<_> = compiled.violations(&instance).collect();
+        violations.sort_by(|a, b| a.instance_path.cmp(&b.instance_path));
+        let paths: Vec<_> = violations
+            .iter()
+            .map(|v| v.instance_path.as_str())
+            .collect();
+        assert_eq!(paths, ["/n", "/s"]);
+        for violation in &violations {
+            assert!(!violation.message.contains("sk-secret"), "{violation:?}");
+        }
+        assert_eq!(compiled.violations(&json!({"n": 1})).count(), 0);
     }
 
     #[test]

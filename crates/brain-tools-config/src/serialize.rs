@@ -1,10 +1,13 @@
 //! Bindings back to the spec's JSON shape, fields in the spec's order:
 //! name, description, input_schema, output_schema, url (or command), mcp_tool, token_env,
-//! tenants, timeout_seconds, max_output_bytes, inspect_session.
+//! auth, tenants, timeout_seconds, max_output_bytes, inspect_session.
 
 use serde::{Serialize, Serializer, ser::SerializeMap};
 
-use crate::binding::{HostConfig, McpServer, StdioCommand, Target, ToolBinding};
+use crate::{
+    auth::{ClientCredentialsAuth, EnterpriseAuth, McpAuth, OAuthAuth},
+    binding::{HostConfig, McpServer, StdioCommand, Target, ToolBinding},
+};
 
 impl Serialize for ToolBinding {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -15,28 +18,35 @@ impl Serialize for ToolBinding {
         if let Some(output_schema) = &self.output_schema {
             map.serialize_entry("output_schema", output_schema)?;
         }
-        let (token_env, inspect_session) = match &self.target {
+        let (token_env, auth, inspect_session) = match &self.target {
             Target::Mcp(mcp) => {
-                let token_env = match &mcp.server {
-                    McpServer::Http { url, token_env } => {
+                let (token_env, auth) = match &mcp.server {
+                    McpServer::Http {
+                        url,
+                        token_env,
+                        auth,
+                    } => {
                         map.serialize_entry("url", url)?;
-                        token_env
+                        (token_env, auth)
                     }
                     McpServer::Stdio(command) => {
                         map.serialize_entry("command", command)?;
-                        &None
+                        (&None, &None)
                     }
                 };
                 map.serialize_entry("mcp_tool", &mcp.mcp_tool)?;
-                (token_env, None)
+                (token_env, auth, None)
             }
             Target::Http(http) => {
                 map.serialize_entry("url", &http.url)?;
-                (&http.token_env, http.inspect_session)
+                (&http.token_env, &None, http.inspect_session)
             }
         };
         if let Some(token_env) = token_env {
             map.serialize_entry("token_env", token_env)?;
+        }
+        if let Some(auth) = auth {
+            map.serialize_entry("auth", auth)?;
         }
         map.serialize_entry("tenants", &self.tenants)?;
         map.serialize_entry("timeout_seconds", &self.timeout_seconds)?;
@@ -64,8 +74,90 @@ impl Serialize for StdioCommand {
         if let Some(cwd) = &self.cwd {
             map.serialize_entry("cwd", cwd)?;
         }
+        if self.inherit_env {
+            map.serialize_entry("inherit_env", &true)?;
+        }
         map.end()
     }
+}
+
+/// Writes `key` when `value` is set.
+fn entry_if<M: SerializeMap, T: Serialize + ?Sized>(
+    map: &mut M,
+    key: &'static str,
+    value: Option<&T>,
+) -> Result<(), M::Error> {
+    match value {
+        Some(value) => map.serialize_entry(key, value),
+        None => Ok(()),
+    }
+}
+
+/// Writes `scopes` when there are any.
+fn scopes<M: SerializeMap>(map: &mut M, scopes: &[String]) -> Result<(), M::Error> {
+    entry_if(map, "scopes", (!scopes.is_empty()).then_some(scopes))
+}
+
+impl Serialize for McpAuth {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("type", self.type_name())?;
+        match self {
+            McpAuth::ClientCredentials(auth) => client_credentials(&mut map, auth)?,
+            McpAuth::OAuth(auth) => oauth(&mut map, auth)?,
+            McpAuth::Enterprise(auth) => enterprise(&mut map, auth)?,
+        }
+        map.end()
+    }
+}
+
+fn client_credentials<M: SerializeMap>(
+    map: &mut M,
+    auth: &ClientCredentialsAuth,
+) -> Result<(), M::Error> {
+    map.serialize_entry("client_id", &auth.client_id)?;
+    entry_if(map, "client_secret_env", auth.client_secret_env.as_ref())?;
+    entry_if(
+        map,
+        "token_endpoint_auth_method",
+        auth.token_endpoint_auth_method.map(|m| m.as_str()),
+    )?;
+    entry_if(map, "private_key_env", auth.private_key_env.as_ref())?;
+    entry_if(
+        map,
+        "signing_algorithm",
+        auth.signing_algorithm.map(|a| a.as_str()),
+    )?;
+    scopes(map, &auth.scopes)?;
+    entry_if(map, "issuer", auth.issuer.as_ref())
+}
+
+fn oauth<M: SerializeMap>(map: &mut M, auth: &OAuthAuth) -> Result<(), M::Error> {
+    entry_if(map, "client_id", auth.client_id.as_ref())?;
+    entry_if(map, "client_secret_env", auth.client_secret_env.as_ref())?;
+    entry_if(
+        map,
+        "client_id_metadata_url",
+        auth.client_id_metadata_url.as_ref(),
+    )?;
+    scopes(map, &auth.scopes)?;
+    entry_if(map, "redirect_uri", auth.redirect_uri.as_ref())?;
+    entry_if(map, "issuer", auth.issuer.as_ref())
+}
+
+fn enterprise<M: SerializeMap>(map: &mut M, auth: &EnterpriseAuth) -> Result<(), M::Error> {
+    map.serialize_entry("client_id", &auth.client_id)?;
+    entry_if(map, "client_secret_env", auth.client_secret_env.as_ref())?;
+    map.serialize_entry("idp_issuer", &auth.idp_issuer)?;
+    map.serialize_entry("idp_token_endpoint", &auth.idp_token_endpoint)?;
+    map.serialize_entry("idp_client_id", &auth.idp_client_id)?;
+    entry_if(
+        map,
+        "idp_client_secret_env",
+        auth.idp_client_secret_env.as_ref(),
+    )?;
+    scopes(map, &auth.scopes)?;
+    entry_if(map, "issuer", auth.issuer.as_ref())
 }
 
 impl Serialize for HostConfig {

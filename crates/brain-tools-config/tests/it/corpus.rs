@@ -1,5 +1,6 @@
 //! Every file under `tests/corpus/` is one case; its snapshot is what a user reads.
 //! Files named `ok_*` must load, `warn_*` must load with warnings, `err_*` must fail.
+//! A secret written into a case contains `hunter2`; no message may ever show it.
 
 #[test]
 fn corpus() {
@@ -23,6 +24,10 @@ fn corpus() {
                 "{name} should fail:\n{rendered}"
             );
         }
+        assert!(
+            !rendered.contains("hunter2"),
+            "{name} shows a secret:\n{rendered}"
+        );
         insta::assert_snapshot!(rendered);
     });
 }

@@ -32,10 +32,7 @@ fn spec_example_round_trips() {
     assert_eq!(mcp.mcp_tool, "search");
     assert_eq!(
         mcp.server,
-        McpServer::Http {
-            url: "https://YOUR_SERVER/mcp".into(),
-            token_env: Some("MCP_API_KEY".into())
-        }
+        McpServer::http("https://YOUR_SERVER/mcp", Some("MCP_API_KEY".into()))
     );
 
     let back = serde_json::to_string(&loaded.config.tools).unwrap();

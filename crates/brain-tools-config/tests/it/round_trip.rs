@@ -1,0 +1,72 @@
+//! Every config that loads prints back (the way `mcp-tools` prints bindings) to JSON that
+//! loads to the same bindings and prints the same again: `auth`, `command` and defaults
+//! included.
+
+use brain_tools_config::{
+    ClientCredentialsAuth, HostConfig, McpAuth, McpServer, SigningAlgorithm, Target,
+    TokenEndpointAuthMethod,
+};
+
+fn load(bytes: &[u8]) -> HostConfig {
+    HostConfig::from_json_bytes_with_env(bytes, crate::is_set)
+        .expect("loads")
+        .config
+}
+
+#[test]
+fn every_loading_corpus_case_round_trips() {
+    let mut checked = 0;
+    insta::glob!("../corpus", "{ok,warn}_*.json", |path| {
+        let config = load(&std::fs::read(path).unwrap());
+        let printed = serde_json::to_vec_pretty(&config).unwrap();
+        let again = load(&printed);
+        assert_eq!(again, config, "{}", path.display());
+        assert_eq!(serde_json::to_vec_pretty(&again).unwrap(), printed);
+        checked += 1;
+    });
+    assert!(checked >= 20, "only {checked} cases");
+}
+
+#[test]
+fn auth_prints_right_after_token_env_in_document_order() {
+    let config = load(
+        br#"{"tools": [{
+            "name": "search", "input_schema": {"type": "object"},
+            "url": "https://mcp.example.com/mcp", "mcp_tool": "search", "tenants": ["local"],
+            "auth": {"issuer": "https://auth.example.com", "signing_algorithm": "RS384",
+                     "scopes": ["a", "b"], "private_key_env": "MCP_PRIVATE_KEY",
+                     "token_endpoint_auth_method": "private_key_jwt",
+                     "client_id": "brain-host", "type": "client_credentials"}
+        }]}"#,
+    );
+    let Target::Mcp(mcp) = &config.tools[0].target else {
+        panic!("an MCP binding")
+    };
+    let McpServer::Http {
+        auth: Some(McpAuth::ClientCredentials(auth)),
+        ..
+    } = &mcp.server
+    else {
+        panic!("client credentials")
+    };
+    let mut expected = ClientCredentialsAuth::new("brain-host");
+    expected.token_endpoint_auth_method = Some(TokenEndpointAuthMethod::PrivateKeyJwt);
+    expected.private_key_env = Some("MCP_PRIVATE_KEY".into());
+    expected.signing_algorithm = Some(SigningAlgorithm::Rs384);
+    expected.scopes = vec!["a".into(), "b".into()];
+    expected.issuer = Some("https://auth.example.com".into());
+    assert_eq!(auth, &expected);
+
+    let printed = serde_json::to_string(&config.tools[0]).unwrap();
+    assert_eq!(
+        printed,
+        concat!(
+            r#"{"name":"search","description":"","input_schema":{"type":"object"},"#,
+            r#""url":"https://mcp.example.com/mcp","mcp_tool":"search","#,
+            r#""auth":{"type":"client_credentials","client_id":"brain-host","#,
+            r#""token_endpoint_auth_method":"private_key_jwt","private_key_env":"MCP_PRIVATE_KEY","#,
+            r#""signing_algorithm":"RS384","scopes":["a","b"],"issuer":"https://auth.example.com"},"#,
+            r#""tenants":["local"],"timeout_seconds":300,"max_output_bytes":1048576}"#
+        )
+    );
+}
