@@ -4,9 +4,10 @@
 //! |---|---|
 //! | `structuredContent` | `json` block, first; a text block that is the same JSON serialized is dropped |
 //! | `text` | `text` |
-//! | `image` | `image` |
+//! | `image` (an `image/...` MIME type, data in base64) | `image` |
 //! | `resource` with `text` | `text` |
-//! | `resource` with an image `blob` | `image` |
+//! | `resource` with an image `blob` (base64) | `image` |
+//! | `image` or image blob whose MIME type is not an image, or whose data is not base64 | a short `text` block saying so |
 //! | `resource` with another `blob`, `resource_link`, `audio`, unknown types, malformed blocks | a short `text` block, in place, saying what was left out and why |
 
 use serde_json::Value;
@@ -65,8 +66,14 @@ impl McpResult {
     }
 }
 
+/// Server text quoted in a note: at most `MAX_QUOTED` characters, control characters
+/// (terminal escapes, line breaks) as spaces.
 fn quoted(text: &str) -> String {
-    let mut quoted: String = text.chars().take(MAX_QUOTED).collect();
+    let mut quoted: String = text
+        .chars()
+        .take(MAX_QUOTED)
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
     if text.chars().count() > MAX_QUOTED {
         quoted.push('…');
     }
@@ -80,6 +87,54 @@ fn decoded_size(data: &str) -> usize {
 
 fn str_field<'a>(value: &'a Value, field: &str) -> Option<&'a str> {
     value.get(field).and_then(Value::as_str)
+}
+
+/// An image block, if it is one: an `image/<subtype>` MIME type and base64 data;
+/// otherwise a note that says what was left out.
+fn image(mime_type: &str, data: &str, what: &str) -> ContentBlock {
+    if !is_image_type(mime_type) {
+        return ContentBlock::text(format!(
+            "[{what} with MIME type {} was left out: that is not an image type]",
+            quoted(mime_type)
+        ));
+    }
+    if !is_base64(data) {
+        return ContentBlock::text(format!(
+            "[{what} ({}) was left out: its data is not base64]",
+            quoted(mime_type)
+        ));
+    }
+    ContentBlock::image(mime_type, data)
+}
+
+/// `image/<subtype>`, the subtype a token of RFC 6838's characters.
+fn is_image_type(mime_type: &str) -> bool {
+    mime_type.strip_prefix("image/").is_some_and(|subtype| {
+        !subtype.is_empty()
+            && subtype
+                .bytes()
+                .all(|byte| byte.is_ascii_alphanumeric() || b"!#$&-^_.+".contains(&byte))
+    })
+}
+
+/// Standard base64 (RFC 4648, section 4): the standard alphabet, padding only at the
+/// end, a length a decoder accepts. Line breaks (MIME style) are allowed.
+fn is_base64(data: &str) -> bool {
+    let mut symbols = 0usize;
+    let mut padding = 0usize;
+    for byte in data.bytes() {
+        match byte {
+            b'\r' | b'\n' => {}
+            b'=' => padding += 1,
+            _ if padding > 0 => return false,
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'+' | b'/' => symbols += 1,
+            _ => return false,
+        }
+    }
+    symbols > 0
+        && padding <= 2
+        && (symbols + padding) % 4 != 1
+        && (padding == 0 || (symbols + padding).is_multiple_of(4))
 }
 
 fn convert_block(block: &Value, structured: Option<&Value>) -> Option<ContentBlock> {
@@ -103,7 +158,7 @@ fn convert_block(block: &Value, structured: Option<&Value>) -> Option<ContentBlo
             None => malformed("text"),
         },
         "image" => match (str_field(block, "data"), str_field(block, "mimeType")) {
-            (Some(data), Some(mime_type)) => Some(ContentBlock::image(mime_type, data)),
+            (Some(data), Some(mime_type)) => Some(image(mime_type, data, "an image")),
             _ => malformed("image"),
         },
         "audio" => {
@@ -134,7 +189,7 @@ fn convert_block(block: &Value, structured: Option<&Value>) -> Option<ContentBlo
             }
             match (str_field(resource, "blob"), mime_type) {
                 (Some(blob), Some(mime)) if mime.starts_with("image/") => {
-                    Some(ContentBlock::image(mime, blob))
+                    Some(image(mime, blob, "an image resource"))
                 }
                 (Some(blob), mime) => Some(ContentBlock::text(format!(
                     "[binary resource {} ({}, about {} bytes) was left out: this host passes only text, images and JSON to the model]",
@@ -167,11 +222,11 @@ mod tests {
         assert_eq!(
             blocks(json!({"content": [
                 {"type": "text", "text": "hi"},
-                {"type": "image", "data": "iVBOR", "mimeType": "image/png"}
+                {"type": "image", "data": "iVBORw==", "mimeType": "image/png"}
             ]})),
             vec![
                 ContentBlock::text("hi"),
-                ContentBlock::image("image/png", "iVBOR")
+                ContentBlock::image("image/png", "iVBORw==")
             ]
         );
     }
@@ -197,7 +252,7 @@ mod tests {
     fn embedded_resources_resource_links_audio_and_unknowns() {
         let converted = blocks(json!({"content": [
             {"type": "resource", "resource": {"uri": "file:///a.txt", "mimeType": "text/plain", "text": "A"}},
-            {"type": "resource", "resource": {"uri": "file:///b.png", "mimeType": "image/png", "blob": "iVBOR"}},
+            {"type": "resource", "resource": {"uri": "file:///b.png", "mimeType": "image/png", "blob": "iVBORw=="}},
             {"type": "resource", "resource": {"uri": "file:///c.bin", "mimeType": "application/octet-stream", "blob": "AAAA"}},
             {"type": "resource_link", "uri": "file:///d.txt", "name": "d"},
             {"type": "audio", "data": "AAAAAAAA", "mimeType": "audio/wav"},
@@ -206,6 +261,75 @@ mod tests {
             "not an object"
         ]}));
         insta::assert_debug_snapshot!(converted);
+    }
+
+    #[test]
+    fn images_are_checked_before_they_reach_the_model() {
+        let cases = [
+            (
+                json!({"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}),
+                true,
+            ),
+            (
+                json!({"type": "image", "data": "iVBORw0KGgo", "mimeType": "image/png"}),
+                true,
+            ),
+            (
+                json!({"type": "image", "data": "iVBO\nRw0K", "mimeType": "image/png"}),
+                true,
+            ),
+            (
+                json!({"type": "image", "data": "not base64!", "mimeType": "image/png"}),
+                false,
+            ),
+            (
+                json!({"type": "image", "data": "iVBOR=w0K", "mimeType": "image/png"}),
+                false,
+            ),
+            (
+                json!({"type": "image", "data": "iVBOR", "mimeType": "image/png"}),
+                false,
+            ),
+            (
+                json!({"type": "image", "data": "", "mimeType": "image/png"}),
+                false,
+            ),
+            (
+                json!({"type": "image", "data": "iVBORw0K", "mimeType": "text/html"}),
+                false,
+            ),
+            (
+                json!({"type": "image", "data": "iVBORw0K", "mimeType": "image/"}),
+                false,
+            ),
+            (
+                json!({"type": "image", "data": "iVBORw0K", "mimeType": "image/png\u{1b}[31m"}),
+                false,
+            ),
+            (
+                json!({"type": "resource", "resource": {"uri": "f", "mimeType": "image/png", "blob": "%%%"}}),
+                false,
+            ),
+            (
+                json!({"type": "resource", "resource": {"uri": "f", "mimeType": "image/png", "blob": "iVBORw0K"}}),
+                true,
+            ),
+        ];
+        for (block, is_image) in cases {
+            let converted = blocks(json!({"content": [block.clone()]}));
+            assert_eq!(
+                matches!(converted[..], [ContentBlock::Image { .. }]),
+                is_image,
+                "{block}: {converted:?}"
+            );
+            if !is_image {
+                let [ContentBlock::Text { text }] = &converted[..] else {
+                    panic!("{block}: {converted:?}")
+                };
+                assert!(text.starts_with('[') && text.contains("left out"), "{text}");
+                assert!(!text.contains('\u{1b}'), "no control characters: {text:?}");
+            }
+        }
     }
 
     #[test]

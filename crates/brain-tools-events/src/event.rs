@@ -263,6 +263,14 @@ pub enum ErrorKind {
     OutputSchema,
     /// The host's executor for HTTP tools failed or is missing.
     Executor,
+    /// No usable OAuth grant for the tenant: none was made, the refresh token was
+    /// rejected, or the server needs more scope than the tenant granted. Someone must
+    /// authorize again (`mcp-tools login`). Not sent.
+    AuthorizationRequired,
+    /// Obtaining an access token failed: the authorization server's metadata was
+    /// invalid, its issuer was not the pinned one, the resource did not match, or the
+    /// token endpoint refused. Not sent.
+    AuthorizationFailed,
 }
 
 impl ErrorKind {
@@ -281,6 +289,8 @@ impl ErrorKind {
             ErrorKind::ToolError => "tool_error",
             ErrorKind::OutputSchema => "output_schema",
             ErrorKind::Executor => "executor",
+            ErrorKind::AuthorizationRequired => "authorization_required",
+            ErrorKind::AuthorizationFailed => "authorization_failed",
         }
     }
 }

@@ -33,11 +33,10 @@ mod limits;
 
 use std::{collections::HashMap, fmt, sync::Arc};
 
-use brain_tools_config::{HostConfig, SchemaError, ToolBinding, compile_schema};
-use jsonschema::Validator;
+use brain_tools_config::{CompiledSchema, HostConfig, SchemaError, ToolBinding, compile_schema};
 use serde_json::Value;
 
-pub use limits::{BudgetExceeded, ByteBudget, Deadline, Limits};
+pub use limits::Limits;
 
 /// At most this many violations are listed; the rest are counted.
 pub const MAX_LISTED_VIOLATIONS: usize = 10;
@@ -51,8 +50,8 @@ pub struct Policy {
 
 struct Entry {
     binding: ToolBinding,
-    input: Validator,
-    output: Option<Validator>,
+    input: CompiledSchema,
+    output: Option<CompiledSchema>,
 }
 
 impl fmt::Debug for Entry {
@@ -67,6 +66,7 @@ impl fmt::Debug for Entry {
 /// loading already refuses such schemas).
 #[derive(Debug, thiserror::Error)]
 #[error("tool {tool}: {which} {source}")]
+#[non_exhaustive]
 pub struct PolicyError {
     /// The binding's name.
     pub tool: String,
@@ -233,9 +233,9 @@ pub struct Violations {
 }
 
 impl Violations {
-    fn collect(validator: &Validator, instance: &Value) -> Self {
+    fn collect(schema: &CompiledSchema, instance: &Value) -> Self {
         // The common case, valid input, takes the validator's fast path.
-        if validator.is_valid(instance) {
+        if schema.is_valid(instance) {
             return Self {
                 items: Vec::new(),
                 total: 0,
@@ -243,12 +243,12 @@ impl Violations {
         }
         let mut items = Vec::new();
         let mut total = 0;
-        for error in validator.iter_errors(instance) {
+        for violation in schema.violations(instance) {
             total += 1;
             if items.len() < MAX_LISTED_VIOLATIONS {
                 items.push(Violation {
-                    instance_path: error.instance_path().as_str().to_owned(),
-                    message: error.masked().to_string(),
+                    instance_path: violation.instance_path,
+                    message: violation.message,
                 });
             }
         }

@@ -26,7 +26,7 @@ fn events() -> Vec<ToolEvent> {
             header(),
             false,
             McpResult::from_value(&json!({
-                "content": [{"type": "image", "data": "iVBOR", "mimeType": "image/png"}],
+                "content": [{"type": "image", "data": "iVBORw==", "mimeType": "image/png"}],
                 "structuredContent": {"hits": [1, 2]}
             }))
             .content,
@@ -72,6 +72,8 @@ fn every_error_kind_has_its_documented_name() {
         ErrorKind::ToolError,
         ErrorKind::OutputSchema,
         ErrorKind::Executor,
+        ErrorKind::AuthorizationRequired,
+        ErrorKind::AuthorizationFailed,
     ];
     for kind in kinds {
         assert_eq!(serde_json::to_value(kind).unwrap(), json!(kind.as_str()));
