@@ -46,6 +46,12 @@ pub struct Counters {
     pub calls_in_flight: u64,
     /// TCP connections accepted. HTTP only.
     pub connections_accepted: u64,
+    /// Requests to `/mcp` refused 401 for want of an accepted bearer (protected servers only).
+    #[serde(default)]
+    pub unauthorized: u64,
+    /// Access tokens the server's token endpoint issued (protected servers only).
+    #[serde(default)]
+    pub tokens_issued: u64,
 }
 
 impl Counters {
@@ -116,7 +122,14 @@ impl Stats {
         {
             let mut counters = self.lock();
             f(&mut counters);
-            if let Some(path) = &self.file {
+            // A process that has served no `tools/call` leaves the file alone: a client's
+            // warm process, started after the last call and killed unused, must not
+            // replace what the process that served the call wrote.
+            if let Some(path) = self
+                .file
+                .as_ref()
+                .filter(|_| !counters.tool_calls.is_empty())
+            {
                 // Written under the lock so that files are replaced in the order of the changes.
                 if let Err(error) = write_atomically(path, &counters) {
                     tracing::warn!(%error, path = %path.display(), "cannot write the counters file");
@@ -257,7 +270,12 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("counters.json");
         let stats = Stats::with_file(Some(path.clone()));
+        // Nothing is written before a tools/call arrived (a warm process left unused).
         stats.update(|c| c.cancellations = 2);
+        assert!(!path.exists());
+        stats.update(|c| {
+            c.tool_calls.insert("echo".into(), 1);
+        });
         let read = read_counters_file(&path).unwrap();
         assert_eq!(read.cancellations, 2);
         assert_eq!(read, stats.snapshot());

@@ -11,7 +11,7 @@ use axum::extract::{Path, Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::any;
+use axum::routing::{any, get, post};
 use futures::StreamExt;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
@@ -22,6 +22,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use crate::bearer::{self, Bearers};
 use crate::counters::{Counters, RECORDED_HEADERS, Stats};
 use crate::fault::{self, HttpFault};
 use crate::options::{Era, ServerOptions};
@@ -43,25 +44,29 @@ const GRACE: Duration = Duration::from_secs(2);
 pub struct TestServer {
     addr: SocketAddr,
     kit: Arc<Kit>,
+    sessions: Arc<CountingSessions<LocalSessionManager>>,
     task: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl TestServer {
     /// Binds `127.0.0.1:0` and starts serving; the server accepts connections when this returns.
     pub async fn start(options: ServerOptions) -> std::io::Result<TestServer> {
-        let kit = Arc::new(Kit::new(
+        let mut kit = Kit::new(
             options.era,
             options.extra_tools,
             options.page_size,
             Stats::default(),
-        ));
+        );
+        kit.bearers = options.bearer.clone().map(Bearers::new);
+        let kit = Arc::new(kit);
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
         let addr = listener.local_addr()?;
-        let app = router(kit.clone(), &options);
+        let (app, sessions) = router(kit.clone(), &options);
         let task = tokio::spawn(accept_loop(listener, app, kit.clone(), options.tcp_nodelay));
         Ok(TestServer {
             addr,
             kit,
+            sessions,
             task: Some(task),
         })
     }
@@ -106,6 +111,12 @@ impl TestServer {
         }
     }
 
+    /// Ends every legacy session now, as a server that expires idle sessions does: a
+    /// request that carries one of their ids gets 404 (counted as closed).
+    pub async fn expire_sessions(&self) {
+        self.sessions.expire_all().await;
+    }
+
     /// Keep (the default) or stop keeping `call_meta` and `call_headers`, which grow with every call.
     /// Long benchmark runs turn them off.
     pub fn record_call_details(&self, on: bool) {
@@ -139,11 +150,15 @@ struct ConnCtl {
     kill: CancellationToken,
 }
 
-fn router(kit: Arc<Kit>, options: &ServerOptions) -> Router {
+fn router(
+    kit: Arc<Kit>,
+    options: &ServerOptions,
+) -> (Router, Arc<CountingSessions<LocalSessionManager>>) {
     let sessions = Arc::new(CountingSessions::new(
         LocalSessionManager::default(),
         kit.clone(),
     ));
+    let handle = Arc::clone(&sessions);
     let config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(options.era != Era::Modern)
         .with_stateless_protocol_metadata_required(options.era == Era::Modern)
@@ -155,11 +170,18 @@ fn router(kit: Arc<Kit>, options: &ServerOptions) -> Router {
         sessions,
         config,
     );
-    Router::new()
+    let router = Router::new()
         .nest_service("/mcp", mcp)
         .route("/fault/{fault}/mcp", any(fault_handler))
+        .route(bearer::RESOURCE_METADATA, get(bearer::resource_metadata))
+        .route(
+            bearer::AUTHORIZATION_METADATA,
+            get(bearer::authorization_metadata),
+        )
+        .route("/token", post(bearer::token))
         .with_state(kit.clone())
-        .layer(axum::middleware::from_fn_with_state(kit, observe))
+        .layer(axum::middleware::from_fn_with_state(kit, observe));
+    (router, handle)
 }
 
 async fn accept_loop(listener: TcpListener, app: Router, kit: Arc<Kit>, nodelay: bool) {
@@ -232,6 +254,13 @@ struct Parsed(Option<Arc<Value>>);
 
 /// Counts every request, then applies what the scripted tools need from HTTP.
 async fn observe(State(kit): State<Arc<Kit>>, request: Request, next: Next) -> Response {
+    if let Some(bearers) = &kit.bearers
+        && request.uri().path() == "/mcp"
+        && !bearers.accepts(request.headers())
+    {
+        kit.stats.update(|c| c.unauthorized += 1);
+        return bearer::challenge(request.headers());
+    }
     match *request.method() {
         Method::POST => {}
         Method::GET => {

@@ -32,10 +32,14 @@
 //! # }
 //! ```
 
+mod bearer;
 mod counters;
 mod fault;
 mod http;
+#[cfg(feature = "oauth")]
+pub mod oauth;
 mod options;
+mod refused;
 mod sessions;
 mod stdio;
 mod tools;
@@ -43,7 +47,8 @@ mod tools;
 pub use counters::{Counters, read_counters_file};
 pub use fault::HttpFault;
 pub use http::TestServer;
-pub use options::{Era, ServerOptions};
+pub use options::{BearerOptions, Era, ServerOptions};
+pub use refused::RefusedPort;
 pub use stdio::{
     EXIT_MID_CALL_STATUS, StdioOptions, build_binaries, http_binary_path, serve_stdio,
     stdio_binary_path,

@@ -83,6 +83,43 @@ pub struct ServerOptions {
     /// Extra generated tools `gen_0000`, `gen_0001`, ... with small distinct input schemas
     /// (for discovery tests). Each echoes its arguments as JSON text. Default 0.
     pub extra_tools: usize,
+    /// Protect `/mcp` with bearer tokens, the server acting as its own OAuth
+    /// authorization server (client credentials). Default `None`: bearers are recorded,
+    /// never checked.
+    pub bearer: Option<BearerOptions>,
+}
+
+/// How a protected test server checks bearers and issues tokens.
+///
+/// `/mcp` answers 401 with a `WWW-Authenticate` challenge naming its protected resource
+/// metadata (RFC 9728) unless the request carries the static token or one the server
+/// issued. The server is its own authorization server (RFC 8414 metadata at the root's
+/// well-known URI): its `/token` endpoint grants `client_credentials` to one client,
+/// authenticated by `client_secret_post`.
+#[derive(Clone)]
+pub struct BearerOptions {
+    /// A token always accepted, as a static API key is.
+    pub static_token: Option<String>,
+    /// The one client the token endpoint knows.
+    pub client_id: String,
+    /// Its secret.
+    pub client_secret: String,
+    /// `expires_in` of issued tokens, in seconds.
+    pub expires_in: u64,
+}
+
+impl fmt::Debug for BearerOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BearerOptions")
+            .field(
+                "static_token",
+                &self.static_token.as_ref().map(|_| "<hidden>"),
+            )
+            .field("client_id", &self.client_id)
+            .field("client_secret", &"<hidden>")
+            .field("expires_in", &self.expires_in)
+            .finish()
+    }
 }
 
 impl Default for ServerOptions {
@@ -93,6 +130,7 @@ impl Default for ServerOptions {
             json_response: false,
             page_size: None,
             extra_tools: 0,
+            bearer: None,
         }
     }
 }

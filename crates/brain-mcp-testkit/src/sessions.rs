@@ -34,6 +34,16 @@ impl<M> CountingSessions<M> {
     }
 }
 
+impl<M: SessionManager> CountingSessions<M> {
+    /// Closes every live session (a server expiring them).
+    pub(crate) async fn expire_all(&self) {
+        let live: Vec<SessionId> = self.live().iter().cloned().collect();
+        for id in live {
+            let _ = self.close_session(&id).await;
+        }
+    }
+}
+
 impl<M: SessionManager> SessionManager for CountingSessions<M> {
     type Error = M::Error;
     type Transport = M::Transport;

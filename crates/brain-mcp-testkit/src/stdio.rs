@@ -33,7 +33,9 @@ pub struct StdioOptions {
     pub ignore_stdin_close: bool,
     /// Exit (status [`EXIT_MID_CALL_STATUS`]) when the first `tools/call` arrives (`--exit-mid-call`).
     pub exit_mid_call: bool,
-    /// Rewrite this file with the counters as JSON after every change (env `TESTKIT_COUNTERS`).
+    /// Rewrite this file with the counters as JSON after every change, once a `tools/call`
+    /// has arrived (env `TESTKIT_COUNTERS`): a process that only did the handshake writes
+    /// nothing, so a client's unused warm process does not hide the last call's counters.
     pub counters_file: Option<PathBuf>,
     /// `tools/list` page size (`--page-size`); `None` lists everything at once.
     pub page_size: Option<usize>,

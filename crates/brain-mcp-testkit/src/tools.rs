@@ -61,6 +61,8 @@ pub(crate) struct Kit {
     pub(crate) page_size: Option<usize>,
     /// Cancelled when the server stops: every waiting handler ends.
     pub(crate) shutdown: CancellationToken,
+    /// The bearer check of a protected server (HTTP only).
+    pub(crate) bearers: Option<crate::bearer::Bearers>,
 }
 
 impl Kit {
@@ -76,6 +78,7 @@ impl Kit {
             tools: catalog(extra_tools),
             page_size: page_size.filter(|&n| n > 0),
             shutdown: CancellationToken::new(),
+            bearers: None,
         }
     }
 }

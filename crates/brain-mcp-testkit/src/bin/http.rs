@@ -1,16 +1,19 @@
 //! `brain-mcp-testkit-http`: runs a testkit `TestServer` until stdin closes or SIGTERM/SIGINT, for demos and benchmarks.
 //!
 //! Flags: `--era legacy|modern|both`, `--no-nodelay`, `--json-response`, `--page-size N`, `--extra-tools N`,
-//! `--no-call-details` (do not keep every call's `_meta` and headers). Prints `LISTENING <url>` on stdout once
+//! `--no-call-details` (do not keep every call's `_meta` and headers), `--protected` (bearers
+//! required on `/mcp`; the server is its own authorization server for the client credentials
+//! grant of client `testkit-client`, whose secret is `$TESTKIT_CLIENT_SECRET`; the token in
+//! `$TESTKIT_STATIC_TOKEN`, if set, is always accepted). Prints `LISTENING <url>` on stdout once
 //! it accepts connections; on exit it prints `COUNTERS <json>`.
 
 use std::process::ExitCode;
 
-use brain_mcp_testkit::{ServerOptions, TestServer};
+use brain_mcp_testkit::{BearerOptions, ServerOptions, TestServer};
 use tokio::io::AsyncReadExt;
 
 const USAGE: &str = "usage: brain-mcp-testkit-http [--era legacy|modern|both] [--no-nodelay] [--json-response] \
-[--page-size N] [--extra-tools N] [--no-call-details]";
+[--page-size N] [--extra-tools N] [--no-call-details] [--protected]";
 
 fn main() -> ExitCode {
     match run() {
@@ -43,6 +46,16 @@ fn run() -> Result<(), String> {
             "--page-size" => options.page_size = Some(number(&mut args, "--page-size")?),
             "--extra-tools" => options.extra_tools = number(&mut args, "--extra-tools")?,
             "--no-call-details" => call_details = false,
+            "--protected" => {
+                let client_secret = std::env::var("TESTKIT_CLIENT_SECRET")
+                    .map_err(|_| "--protected needs $TESTKIT_CLIENT_SECRET")?;
+                options.bearer = Some(BearerOptions {
+                    static_token: std::env::var("TESTKIT_STATIC_TOKEN").ok(),
+                    client_id: "testkit-client".to_owned(),
+                    client_secret,
+                    expires_in: 3600,
+                });
+            }
             "-h" | "--help" => {
                 eprintln!("{USAGE}");
                 return Ok(());

@@ -2,7 +2,10 @@
 //!
 //! Flags: `--era legacy|modern|both` (default both), `--page-size N`, `--extra-tools N`, and the faults
 //! `--exit-before-handshake` (exit 3 at once), `--garbage-stdout`, `--flood-stderr`, `--ignore-stdin-close`,
-//! `--spawn-grandchild PIDFILE` (start `sleep 1000` in our process group, write its pid), `--exit-mid-call`.
+//! `--spawn-grandchild PIDFILE` (start `sleep 1000` in our process group, write its pid),
+//! `--spawn-setsid-grandchild PIDFILE` (the same in a session of its own, out of our process group, holding our
+//! stdout and stderr), `--exit-mid-call`; and `--env-file FILE` (write the names of the environment variables we
+//! were started with, one per line).
 //! Env `TESTKIT_COUNTERS=FILE`: keep the counters there as JSON (see `brain_mcp_testkit::read_counters_file`).
 
 use std::path::PathBuf;
@@ -12,7 +15,7 @@ use brain_mcp_testkit::{Era, StdioOptions, serve_stdio};
 
 const USAGE: &str = "usage: brain-mcp-testkit-stdio [--era legacy|modern|both] [--page-size N] [--extra-tools N] \
 [--exit-before-handshake] [--garbage-stdout] [--flood-stderr] [--ignore-stdin-close] \
-[--spawn-grandchild PIDFILE] [--exit-mid-call]";
+[--spawn-grandchild PIDFILE] [--spawn-setsid-grandchild PIDFILE] [--exit-mid-call] [--env-file FILE]";
 
 fn main() -> ExitCode {
     match run() {
@@ -37,6 +40,7 @@ fn number(args: &mut impl Iterator<Item = String>, flag: &str) -> Result<usize, 
 fn run() -> Result<ExitCode, String> {
     let mut options = StdioOptions::new(Era::Both);
     let mut grandchild_pidfile: Option<PathBuf> = None;
+    let mut setsid_pidfile: Option<PathBuf> = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -50,6 +54,17 @@ fn run() -> Result<ExitCode, String> {
             "--exit-mid-call" => options.exit_mid_call = true,
             "--spawn-grandchild" => {
                 grandchild_pidfile = Some(value(&mut args, "--spawn-grandchild")?.into());
+            }
+            "--spawn-setsid-grandchild" => {
+                setsid_pidfile = Some(value(&mut args, "--spawn-setsid-grandchild")?.into());
+            }
+            "--env-file" => {
+                let path = PathBuf::from(value(&mut args, "--env-file")?);
+                let names: String = std::env::vars_os()
+                    .map(|(name, _)| format!("{}\n", name.to_string_lossy()))
+                    .collect();
+                std::fs::write(&path, names)
+                    .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
             }
             "-h" | "--help" => {
                 eprintln!("{USAGE}");
@@ -67,10 +82,17 @@ fn run() -> Result<ExitCode, String> {
             .arg("1000")
             .spawn()
             .map_err(|e| format!("cannot spawn the grandchild: {e}"))?;
-        let tmp = pidfile.with_extension("tmp");
-        std::fs::write(&tmp, child.id().to_string())
-            .and_then(|()| std::fs::rename(&tmp, &pidfile))
-            .map_err(|e| format!("cannot write {}: {e}", pidfile.display()))?;
+        write_pid(&pidfile, child.id())?;
+    }
+    if let Some(pidfile) = setsid_pidfile {
+        // A daemon-like descendant: `setsid` puts it in a session (and process group) of its own, so killing
+        // our group does not reach it, and it keeps our stdout and stderr open. Its stdin is not ours.
+        let child = std::process::Command::new("setsid")
+            .args(["sleep", "1000"])
+            .stdin(std::process::Stdio::null())
+            .spawn()
+            .map_err(|e| format!("cannot spawn the setsid grandchild: {e}"))?;
+        write_pid(&pidfile, child.id())?;
     }
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -84,4 +106,12 @@ fn run() -> Result<ExitCode, String> {
     // stdin may still be read by a blocking thread: do not wait for it.
     runtime.shutdown_background();
     Ok(ExitCode::SUCCESS)
+}
+
+/// Writes a pid atomically (a reader never sees half a file).
+fn write_pid(pidfile: &std::path::Path, pid: u32) -> Result<(), String> {
+    let tmp = pidfile.with_extension("tmp");
+    std::fs::write(&tmp, pid.to_string())
+        .and_then(|()| std::fs::rename(&tmp, pidfile))
+        .map_err(|e| format!("cannot write {}: {e}", pidfile.display()))
 }
