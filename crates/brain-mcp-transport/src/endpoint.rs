@@ -2,7 +2,7 @@
 
 use std::{fmt, path::PathBuf};
 
-use crate::{error::one_line, secret::Secret};
+use crate::secret::{Redactor, Secret, one_line};
 
 /// Values shorter than this (environment values, arguments, query values) are not taken
 /// for secrets: hiding a `1` or a `true` would garble every message, and a credential is
@@ -26,6 +26,7 @@ impl Endpoint {
         Endpoint::Http(HttpEndpoint {
             url: url.into(),
             bearer,
+            hidden: Vec::new(),
         })
     }
 
@@ -38,6 +39,7 @@ impl Endpoint {
             program: program.into(),
             args: args.into_iter().map(Into::into).collect(),
             env: Vec::new(),
+            inherit_env: false,
             cwd: None,
         })
     }
@@ -60,12 +62,13 @@ impl Endpoint {
         }
     }
 
-    /// Server text for a message: the endpoint's secrets hidden first (the bearer token;
-    /// the URL's password and query values, a stdio server's arguments and environment
-    /// values, those of 8 characters or more), then shortened to one line of at most `max`
-    /// characters, so no part of a secret survives the cut.
-    pub(crate) fn quote(&self, text: &str, max: usize) -> String {
-        let mut secrets: Vec<&str> = match self {
+    /// The endpoint's secrets: the bearer token; the URL's password and query values and
+    /// a stdio server's environment values, those of 8 characters or more; with
+    /// `arguments`, a stdio server's arguments too (for error messages only: arguments
+    /// are mostly paths and flags, which results may rightly contain).
+    fn secrets(&self, arguments: bool) -> Vec<&str> {
+        let long = |value: &&str| value.len() >= MIN_SECRET_LEN;
+        match self {
             Endpoint::Http(http) => {
                 let url = UrlParts::of(&http.url);
                 let password = url
@@ -79,25 +82,34 @@ impl Endpoint {
                 password
                     .into_iter()
                     .chain(values)
-                    .filter(|value| value.len() >= MIN_SECRET_LEN)
+                    .filter(long)
                     .chain(http.bearer.iter().map(Secret::expose))
+                    .chain(http.hidden.iter().map(Secret::expose))
                     .collect()
             }
             Endpoint::Stdio(stdio) => stdio
                 .args
                 .iter()
+                .filter(|_| arguments)
                 .chain(stdio.env.iter().map(|(_, value)| value))
                 .map(String::as_str)
-                .filter(|value| value.len() >= MIN_SECRET_LEN)
+                .filter(long)
                 .collect(),
-        };
-        // Longest first: a secret inside another must not leave the rest of it behind.
-        secrets.sort_by_key(|secret| std::cmp::Reverse(secret.len()));
-        let mut text = text.to_owned();
-        for secret in secrets.into_iter().filter(|secret| !secret.is_empty()) {
-            text = text.replace(secret, "<redacted>");
         }
-        one_line(&text, max)
+    }
+
+    /// The redactor for what this server sends: its secrets (see `secrets`), arguments
+    /// excepted.
+    pub(crate) fn redactor(&self) -> Redactor {
+        Redactor::new(self.secrets(false))
+    }
+
+    /// Server text for a message: the endpoint's secrets hidden first (arguments
+    /// included), then shortened to one line of at most `max` characters, so no part of
+    /// a secret survives the cut.
+    pub(crate) fn quote(&self, text: &str, max: usize) -> String {
+        let hidden = Redactor::new(self.secrets(true));
+        one_line(&hidden.text(text), max)
     }
 }
 
@@ -164,6 +176,9 @@ pub struct HttpEndpoint {
     pub url: String,
     /// Sent as `Authorization: Bearer` on every request to the server (POST, GET, DELETE).
     pub bearer: Option<Secret>,
+    /// Secrets that are never sent to the server but must never come back from it
+    /// either (an OAuth grant's refresh token and client secret): hidden like the bearer.
+    pub(crate) hidden: Vec<Secret>,
 }
 
 /// A stdio MCP server.
@@ -174,10 +189,54 @@ pub struct StdioEndpoint {
     pub program: String,
     /// Its arguments.
     pub args: Vec<String>,
-    /// Variables added to the inherited environment.
+    /// Variables set for the child, over the few it inherits (or over the whole
+    /// environment of the host, with `inherit_env`).
     pub env: Vec<(String, String)>,
+    /// Whether the child inherits the host's whole environment. Off by default: it then
+    /// inherits only `HOME`, `LOGNAME`, `PATH`, `SHELL`, `TERM` and `USER` (what the
+    /// official SDKs pass), so a third-party server cannot read other servers' keys.
+    pub inherit_env: bool,
     /// The working directory, if not the host's.
     pub cwd: Option<PathBuf>,
+}
+
+impl HttpEndpoint {
+    /// Checks what comes from our side before anything is sent, so that a bad URL or
+    /// token is named as such (and never mistaken for a failure on the wire): the URL is
+    /// an absolute `http`/`https` URL with a host and no user info (user info would be
+    /// sent as a second `Authorization` header), and the bearer token is a valid header
+    /// value.
+    pub(crate) fn check(&self) -> Result<(), Unusable> {
+        let url = reqwest::Url::parse(&self.url).ok().filter(|url| {
+            matches!(url.scheme(), "http" | "https")
+                && url.host_str().is_some_and(|h| !h.is_empty())
+        });
+        let Some(url) = url else {
+            return Err(Unusable::Url);
+        };
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err(Unusable::UserInfo);
+        }
+        if self
+            .bearer
+            .as_ref()
+            .is_some_and(|bearer| !bearer.is_header_safe())
+        {
+            return Err(Unusable::Token);
+        }
+        Ok(())
+    }
+}
+
+/// What makes an HTTP endpoint unusable before anything is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Unusable {
+    /// Not an absolute `http`/`https` URL with a host.
+    Url,
+    /// The URL holds user info.
+    UserInfo,
+    /// The bearer token is not a valid header value.
+    Token,
 }
 
 impl fmt::Debug for HttpEndpoint {
@@ -200,13 +259,15 @@ impl fmt::Debug for StdioEndpoint {
             .field("program", &self.program)
             .field("args", &format_args!("<{} redacted>", self.args.len()))
             .field("env", &env)
+            .field("inherit_env", &self.inherit_env)
             .field("cwd", &self.cwd)
             .finish()
     }
 }
 
 impl StdioEndpoint {
-    /// A command with arguments, the inherited environment and working directory.
+    /// A command with arguments, the minimal inherited environment and the host's
+    /// working directory.
     pub fn new(
         program: impl Into<String>,
         args: impl IntoIterator<Item = impl Into<String>>,
@@ -215,6 +276,7 @@ impl StdioEndpoint {
             program: program.into(),
             args: args.into_iter().map(Into::into).collect(),
             env: Vec::new(),
+            inherit_env: false,
             cwd: None,
         }
     }
@@ -228,6 +290,12 @@ impl StdioEndpoint {
     /// Adds an environment variable for the child.
     pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         self.env.push((key.into(), value.into()));
+        self
+    }
+
+    /// Lets the child inherit the host's whole environment.
+    pub fn inherit_env(mut self, inherit: bool) -> Self {
+        self.inherit_env = inherit;
         self
     }
 }

@@ -13,20 +13,26 @@
 //! - stdio commands are spawned per call in their own process group, which is killed
 //!   when the call ends.
 //!
+//! A call (or a discovery) may carry a tenant's OAuth grant ([`Authorization`]): it then
+//! goes with that tenant's access token, obtained when the server asks for one (client
+//! credentials, a delegated grant kept in a [`CredentialStore`], or enterprise-managed
+//! authorization) and cached until shortly before it expires. See `docs/auth.md`.
+//!
 //! The progress token on the wire is the caller's (the call ID); every progress
 //! notification reaches the caller, in wire order, before the result. A call is sent at
 //! most once: nothing here retries `tools/call`. A failure is a [`CallError`] whose
 //! [`Delivery`] says whether the request may have reached the server.
 //!
-//! What this crate is not: it knows nothing of tenants, schemas or events (that is
-//! `brain-tools`), and it is not a general MCP client (no resources, prompts or sampling).
+//! What this crate is not: it knows nothing of which tenant may use what, schemas or
+//! events (that is `brain-tools`; here a tenant only keys its OAuth grants), and it is not
+//! a general MCP client (no resources, prompts or sampling).
 //!
 //! ```no_run
 //! # async fn example() -> Result<(), brain_mcp_transport::CallError> {
 //! use std::time::Duration;
 //! use brain_mcp_transport::{CallRequest, ClientOptions, Endpoint, McpClient};
 //!
-//! let client = McpClient::new(ClientOptions::default());
+//! let client = McpClient::new(ClientOptions::default()).expect("the client builds");
 //! let endpoint = Endpoint::http("http://127.0.0.1:8080/mcp", None);
 //! let request = CallRequest::new(endpoint, "echo", "call-1", Duration::from_secs(30))
 //!     .arguments(serde_json::json!({"message": "hi"}).as_object().cloned().unwrap());
@@ -35,26 +41,37 @@
 //! # Ok(()) }
 //! ```
 
-mod calls;
+// Modules depend one way, lowest first (checked by the `layers` test):
+// secret, endpoint, grant, progress, api, error, call_state, wire, auth, protocol,
+// context, client.
+mod api;
+mod auth;
+mod call_state;
 mod client;
-mod discovery;
+mod context;
 mod endpoint;
 mod error;
-mod handler;
-mod http;
-mod legacy;
-mod modern;
-mod opened;
-mod run;
+mod grant;
+mod progress;
+mod protocol;
 mod secret;
-mod stdio;
+mod wire;
 
-pub use client::{ClientOptions, ClientStats, EraPreference, McpClient, ServerRequestPolicy};
-pub use discovery::{DiscoveredTool, Discovery, DiscoveryRequest};
+pub use api::{
+    CallOutcome, CallRequest, DEFAULT_DISCOVERY_BYTES, DiscoveredTool, Discovery, DiscoveryRequest,
+    Era, EraPreference, JsonObject, MAX_CONTENT_BLOCKS, MAX_LISTED_TOOLS, ServerRequestPolicy,
+};
+pub use auth::{
+    AuthorizationPrompt, Authorizer, CredentialStore, FileCredentialStore, GrantKey, GrantStatus,
+    HostAuthError, IdentityTokenProvider, MAX_AUTHORIZATIONS, MemoryCredentialStore, StoreError,
+    StoredGrant, StoredGrantSummary,
+};
+pub use client::{ClientBuildError, ClientOptions, ClientStats, McpClient};
 pub use endpoint::{Endpoint, HttpEndpoint, StdioEndpoint};
 pub use error::{CallError, Delivery, ErrorKind};
-pub use run::{CallOutcome, CallRequest, Era, Progress};
+pub use grant::{
+    Authorization, AuthorizationCodeGrant, ClientAuthentication, ClientCredentialsGrant,
+    DEFAULT_REDIRECT_URI, EnterpriseGrant, Grant, SecretMethod, SigningAlgorithm,
+};
+pub use progress::{PROGRESS_QUEUE, Progress, ProgressReceiver, ProgressSender, progress_channel};
 pub use secret::Secret;
-
-/// A JSON object, keys in document order.
-pub type JsonObject = serde_json::Map<String, serde_json::Value>;

@@ -6,7 +6,7 @@ use brain_mcp_testkit::{Era, ServerOptions, TestServer};
 use brain_mcp_transport::{Endpoint, Era as Served, EraPreference, ErrorKind};
 use serde_json::json;
 
-use crate::support::{call, client};
+use crate::support::{call, client, cold_client};
 
 async fn started(era: Era) -> (TestServer, Endpoint) {
     let server = TestServer::start(ServerOptions {
@@ -22,7 +22,7 @@ async fn started(era: Era) -> (TestServer, Endpoint) {
 #[tokio::test]
 async fn a_legacy_server_is_probed_once_then_served_per_session() {
     let (server, endpoint) = started(Era::Legacy).await;
-    let client = client(EraPreference::Auto);
+    let client = cold_client(EraPreference::Auto);
     for _ in 0..3 {
         let ran = call(&client, &endpoint, "echo", json!({"message": "x"})).await;
         assert_eq!(ran.outcome.as_ref().unwrap().era, Served::Legacy);

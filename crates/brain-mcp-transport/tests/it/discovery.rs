@@ -72,3 +72,62 @@ async fn discovery_over_stdio_keeps_schemas_verbatim() {
     client.shutdown(Duration::from_secs(10)).await;
     assert_eq!(client.stats().child_processes, 0);
 }
+
+/// A 2026-07-28 server that rejects the first request's protocol version (400 with
+/// -32022, as the conformance suite's `request-metadata` scenario does) and answers the
+/// retry: the failure the client recovered from does not end the listing that follows.
+#[tokio::test]
+async fn a_rejected_version_that_the_retry_fixes_does_not_fail_discovery() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use serde_json::{Value, json};
+    use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate, matchers::method};
+
+    struct FirstRejected(AtomicUsize);
+
+    impl Respond for FirstRejected {
+        fn respond(&self, request: &Request) -> ResponseTemplate {
+            let body: Value = serde_json::from_slice(&request.body).unwrap_or_default();
+            let id = body["id"].clone();
+            if self.0.fetch_add(1, Ordering::SeqCst) == 0 {
+                return ResponseTemplate::new(400).set_body_json(json!({
+                    "jsonrpc": "2.0", "id": id,
+                    "error": {"code": -32022, "message": "Unsupported protocol version",
+                              "data": {"supported": ["2026-07-28"], "requested": "2026-07-28"}}
+                }));
+            }
+            if id.is_null() {
+                return ResponseTemplate::new(202);
+            }
+            let result = match body["method"].as_str() {
+                Some("server/discover") => json!({
+                    "resultType": "complete", "ttlMs": 0, "cacheScope": "private",
+                    "supportedVersions": ["2026-07-28"],
+                    "capabilities": {"tools": {}}, "serverInfo": {"name": "t", "version": "1"}
+                }),
+                Some("tools/list") => json!({
+                    "resultType": "complete", "ttlMs": 0, "cacheScope": "private",
+                    "tools": [{"name": "echo", "inputSchema": {"type": "object"}}]
+                }),
+                _ => json!({"resultType": "complete"}),
+            };
+            ResponseTemplate::new(200)
+                .set_body_json(json!({"jsonrpc": "2.0", "id": id, "result": result}))
+        }
+    }
+
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(FirstRejected(AtomicUsize::new(0)))
+        .mount(&server)
+        .await;
+    let found = client(EraPreference::Modern)
+        .discover(DiscoveryRequest::new(
+            Endpoint::http(format!("{}/mcp", server.uri()), None),
+            Duration::from_secs(10),
+        ))
+        .await
+        .expect("discovery succeeds after the retry");
+    let names: Vec<&str> = found.tools.iter().map(|tool| tool.name.as_str()).collect();
+    assert_eq!(names, ["echo"]);
+}

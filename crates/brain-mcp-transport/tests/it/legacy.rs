@@ -6,7 +6,7 @@ use brain_mcp_testkit::{Era, HttpFault, ServerOptions, TestServer};
 use brain_mcp_transport::{Delivery, Endpoint, EraPreference, ErrorKind};
 use serde_json::json;
 
-use crate::support::{GRACE, call, client, request, run};
+use crate::support::{GRACE, call, client, cold_client, request, run};
 
 async fn server() -> (TestServer, Endpoint) {
     let server = TestServer::start(ServerOptions {
@@ -22,7 +22,7 @@ async fn server() -> (TestServer, Endpoint) {
 #[tokio::test]
 async fn one_session_per_call_four_requests_and_no_get_stream() {
     let (server, endpoint) = server().await;
-    let client = client(EraPreference::Legacy);
+    let client = cold_client(EraPreference::Legacy);
     for i in 0..3 {
         let ran = call(
             &client,
@@ -131,16 +131,22 @@ async fn caller_cancel_sends_cancelled_then_delete() {
     let (server, endpoint) = server().await;
     let client = client(EraPreference::Legacy);
     let cancel = tokio_util::sync::CancellationToken::new();
-    let trigger = cancel.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        trigger.cancel();
-    });
-    let ran = run(
-        &client,
-        request(&endpoint, "hang", json!({}), "c1", Duration::from_secs(10)).cancel(cancel),
-    )
-    .await;
+    // Cancel once the server runs the tool: mid-call, whatever the machine's speed.
+    let cancel_mid_call = async {
+        let seen = server
+            .wait_for(|c| c.calls_in_flight == 1, Duration::from_secs(5))
+            .await;
+        assert_eq!(seen.calls_in_flight, 1, "the call reached the tool");
+        cancel.cancel();
+    };
+    let (ran, ()) = tokio::join!(
+        run(
+            &client,
+            request(&endpoint, "hang", json!({}), "c1", Duration::from_secs(10))
+                .cancel(cancel.clone()),
+        ),
+        cancel_mid_call,
+    );
     assert_eq!(ran.error().kind(), ErrorKind::Cancelled);
     assert_eq!(ran.error().delivery(), Delivery::Unknown);
     let seen = server
@@ -265,10 +271,11 @@ async fn faults_before_the_call_are_not_sent() {
 #[tokio::test]
 async fn a_server_that_never_answers_times_out_within_the_deadline() {
     let (server, _) = server().await;
-    let mut options = brain_mcp_transport::ClientOptions::default().era(EraPreference::Legacy);
     // The unanswered initialize gets this long to reveal a session before it is dropped.
-    options.close_timeout = Duration::from_millis(500);
-    let client = brain_mcp_transport::McpClient::new(options);
+    let options = brain_mcp_transport::ClientOptions::default()
+        .era(EraPreference::Legacy)
+        .close_timeout(Duration::from_millis(500));
+    let client = brain_mcp_transport::McpClient::new(options).expect("the client builds");
     let endpoint = Endpoint::http(server.fault_url(HttpFault::Hang), None);
     let ran = run(
         &client,
@@ -298,9 +305,8 @@ async fn a_server_that_never_answers_times_out_within_the_deadline() {
 
 #[tokio::test]
 async fn connection_refused_is_connect_not_sent() {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    drop(listener);
+    let refused = brain_mcp_testkit::RefusedPort::new().unwrap();
+    let url = refused.url();
     let client = client(EraPreference::Legacy);
     let ran = call(&client, &Endpoint::http(url, None), "echo", json!({})).await;
     assert_eq!(ran.error().kind(), ErrorKind::Connect);
@@ -324,17 +330,51 @@ async fn the_bearer_is_sent_on_every_request() {
 }
 
 #[tokio::test]
-async fn an_invalid_url_says_so() {
+async fn an_invalid_url_or_token_says_so_before_anything_is_sent() {
+    let (server, endpoint) = server().await;
+    let Endpoint::Http(http) = &endpoint else {
+        unreachable!()
+    };
+    let with_user = http.url.replace("http://", "http://user:pw@");
+    let cases = [
+        (
+            Endpoint::http("/mcp", None),
+            ErrorKind::Connect,
+            "the endpoint URL is not an absolute http or https URL",
+        ),
+        (
+            Endpoint::http("ftp://127.0.0.1/mcp", None),
+            ErrorKind::Connect,
+            "the endpoint URL is not an absolute http or https URL",
+        ),
+        (
+            Endpoint::http(with_user, None),
+            ErrorKind::Connect,
+            "the endpoint URL holds user info (user:password@), which this client does not send; use a bearer token instead",
+        ),
+        (
+            Endpoint::http(
+                http.url.clone(),
+                Some(brain_mcp_transport::Secret::new("tok\nX-Injected: 1")),
+            ),
+            ErrorKind::MissingToken,
+            "the bearer token is not a valid HTTP header value (it is empty, or holds a space, a newline or another control character)",
+        ),
+    ];
     for era in [EraPreference::Legacy, EraPreference::Auto] {
         let client = client(era);
-        let ran = call(&client, &Endpoint::http("/mcp", None), "echo", json!({})).await;
-        assert_eq!(ran.error().kind(), ErrorKind::Connect, "{era:?}");
-        assert_eq!(ran.error().delivery(), Delivery::NotSent);
-        assert_eq!(
-            ran.error().detail(),
-            "the endpoint URL is not a valid http or https URL"
-        );
+        for (endpoint, kind, detail) in &cases {
+            let ran = call(&client, endpoint, "echo", json!({})).await;
+            assert_eq!(ran.error().kind(), *kind, "{era:?} {endpoint:?}");
+            assert_eq!(ran.error().delivery(), Delivery::NotSent);
+            assert_eq!(ran.error().detail(), *detail);
+        }
     }
+    assert_eq!(
+        server.counters().http_posts,
+        0,
+        "nothing reached the server"
+    );
 }
 
 #[tokio::test]
@@ -371,10 +411,11 @@ async fn a_dropped_call_still_closes_its_session() {
 #[tokio::test]
 async fn a_call_dropped_during_the_handshake_ends_its_requests() {
     let (server, _) = server().await;
-    let mut options = brain_mcp_transport::ClientOptions::default().era(EraPreference::Legacy);
     // The unanswered initialize gets this long to reveal a session before it is dropped.
-    options.close_timeout = Duration::from_millis(500);
-    let client = brain_mcp_transport::McpClient::new(options);
+    let options = brain_mcp_transport::ClientOptions::default()
+        .era(EraPreference::Legacy)
+        .close_timeout(Duration::from_millis(500));
+    let client = brain_mcp_transport::McpClient::new(options).expect("the client builds");
     let endpoint = Endpoint::http(server.fault_url(HttpFault::Hang), None);
     let call = client.call(request(
         &endpoint,

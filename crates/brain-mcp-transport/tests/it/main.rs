@@ -2,7 +2,12 @@
 
 mod auto;
 mod discovery;
+mod layers;
 mod legacy;
 mod modern;
+mod oauth;
+mod oauth_secrets;
+mod oauth_servers;
 mod stdio;
 mod support;
+mod warm;

@@ -248,7 +248,7 @@ async fn an_input_required_round_over_sse_gets_its_answer() {
     let options = brain_mcp_transport::ClientOptions::default()
         .era(EraPreference::Modern)
         .server_requests(brain_mcp_transport::ServerRequestPolicy::AcceptElicitationDefaults);
-    let client = brain_mcp_transport::McpClient::new(options);
+    let client = brain_mcp_transport::McpClient::new(options).expect("the client builds");
     // Two rounds of tools/call, each answered on its own SSE stream.
     let ran = run(
         &client,

@@ -4,10 +4,9 @@ use std::time::{Duration, Instant};
 
 use brain_mcp_transport::{
     CallError, CallOutcome, CallRequest, ClientOptions, Endpoint, EraPreference, McpClient,
-    Progress,
+    PROGRESS_QUEUE, Progress, progress_channel,
 };
 use serde_json::Value;
-use tokio::sync::mpsc;
 
 /// A call's outcome, its progress, and how long it took.
 pub(crate) struct Ran {
@@ -33,11 +32,21 @@ impl Ran {
 }
 
 pub(crate) fn client(era: EraPreference) -> McpClient {
+    client_with(ClientOptions::default().era(era))
+}
+
+/// A client with warm contexts off: every call opens its own context, for tests that
+/// count what one call sends.
+pub(crate) fn cold_client(era: EraPreference) -> McpClient {
+    client_with(ClientOptions::default().era(era).warm_contexts(false))
+}
+
+pub(crate) fn client_with(options: ClientOptions) -> McpClient {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_test_writer()
         .try_init();
-    McpClient::new(ClientOptions::default().era(era))
+    McpClient::new(options).expect("the client builds")
 }
 
 pub(crate) fn request(
@@ -54,12 +63,12 @@ pub(crate) fn request(
 /// Runs a call; the progress channel is read after the result, so everything in it was
 /// delivered before the call returned.
 pub(crate) async fn run(client: &McpClient, request: CallRequest) -> Ran {
-    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (tx, mut rx) = progress_channel(PROGRESS_QUEUE);
     let started = Instant::now();
     let outcome = client.call(request.progress(tx)).await;
     let elapsed = started.elapsed();
     let mut progress = Vec::new();
-    while let Ok(update) = rx.try_recv() {
+    while let Some(update) = rx.try_recv() {
         progress.push(update);
     }
     Ran {

@@ -17,7 +17,7 @@ use rmcp::{
 };
 use serde_json::{Map, Value};
 
-use crate::client::ServerRequestPolicy;
+use crate::api::ServerRequestPolicy;
 
 /// Our [`ClientHandler`]: client info, capabilities, and the answers to server requests.
 #[derive(Debug, Clone)]

@@ -19,9 +19,12 @@ use rmcp::model::{
     ClientJsonRpcMessage, ClientRequest, GetMeta, JsonRpcMessage, NumberOrString,
     ProgressNotificationParam, ProgressToken, RequestId, ServerJsonRpcMessage, ServerNotification,
 };
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::Notify;
 
-use crate::run::Progress;
+use crate::{
+    error::classify::Failure,
+    progress::{Progress, ProgressSender},
+};
 
 /// The private `_meta` key that carries a call's registry key from the call path to the
 /// transport wrapper. It never reaches the wire.
@@ -33,26 +36,11 @@ const WRITTEN: u8 = 2;
 /// Given up before it was sent: it never will be (so `not_sent` stays true).
 const ABANDONED: u8 = 3;
 
-/// What the transport learned about a call's request, for error classification.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Failure {
-    /// The connection could not be made; the request was not written.
-    Connect,
-    /// The request could not be built (an invalid URL); nothing was sent.
-    InvalidUrl,
-    /// The server answered with this HTTP status.
-    Status(u16),
-    /// The connection broke while the request or response was in flight.
-    Broken,
-    /// The answer was not MCP (content type, JSON, ...): a fixed phrase.
-    Protocol(&'static str),
-}
-
 /// One call in flight.
 #[derive(Debug)]
 pub(crate) struct CallState {
     token: Arc<str>,
-    progress: Option<mpsc::UnboundedSender<Progress>>,
+    progress: Option<ProgressSender>,
     budget: usize,
     received: AtomicUsize,
     overflowed: AtomicBool,
@@ -60,15 +48,14 @@ pub(crate) struct CallState {
     stage: AtomicU8,
     failure: Mutex<Option<Failure>>,
     resumes: AtomicUsize,
+    /// `tools/call` requests sent for this call (more than one in `input_required`
+    /// exchanges).
+    rounds: AtomicUsize,
     request: Mutex<Option<RequestId>>,
 }
 
 impl CallState {
-    pub(crate) fn new(
-        token: &str,
-        progress: Option<mpsc::UnboundedSender<Progress>>,
-        budget: usize,
-    ) -> Self {
+    pub(crate) fn new(token: &str, progress: Option<ProgressSender>, budget: usize) -> Self {
         Self {
             token: Arc::from(token),
             progress,
@@ -79,6 +66,7 @@ impl CallState {
             stage: AtomicU8::new(NOT_SENT),
             failure: Mutex::new(None),
             resumes: AtomicUsize::new(0),
+            rounds: AtomicUsize::new(0),
             request: Mutex::new(None),
         }
     }
@@ -180,6 +168,16 @@ impl CallState {
             .clone()
     }
 
+    /// Counts one `tools/call` request of the call.
+    pub(crate) fn count_round(&self) {
+        self.rounds.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// How many `tools/call` requests the call sent.
+    pub(crate) fn rounds(&self) -> usize {
+        self.rounds.load(Ordering::Relaxed)
+    }
+
     /// Counts one resumption of the call's response stream.
     pub(crate) fn count_resume(&self) {
         self.resumes.fetch_add(1, Ordering::Relaxed);
@@ -212,11 +210,11 @@ impl CallState {
             return false;
         }
         if let Some(progress) = &self.progress {
-            let _ = progress.send(Progress {
-                progress: params.progress,
-                total: params.total,
-                message: params.message.clone(),
-            });
+            progress.send(Progress::new(
+                params.progress,
+                params.total,
+                params.message.clone(),
+            ));
         }
         true
     }

@@ -18,15 +18,16 @@ use tokio::time::Instant;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 use tracing::Instrument;
 
+use super::{Shared, spawn_background};
 use crate::{
-    calls::{Failure, Registry},
-    client::{McpClient, spawn_background},
+    call_state::Registry,
     endpoint::{Endpoint, HttpEndpoint},
-    error::{CallError, Delivery, ErrorKind},
-    handler::Handler,
-    http::{HttpBackend, SessionTracker},
-    modern::transport_config,
-    run::{cancel_request, from_failure},
+    error::{
+        CallError, Delivery, ErrorKind,
+        classify::{Cause, Failure, Wire, classify},
+    },
+    protocol::{drive::cancel_request, handler::Handler},
+    wire::http::{HttpBackend, SessionTracker, transport_config},
 };
 
 /// A handful of POSTs at once is all one call needs (the call, a cancel, a reply).
@@ -57,6 +58,11 @@ impl Session {
         self.tracker.failure()
     }
 
+    /// Resolves once the bytes outside calls passed their budget.
+    pub(crate) async fn over_budget(&self) {
+        self.tracker.over_budget().await;
+    }
+
     /// Closes the session in the background: the cancel notice for an abandoned request
     /// first, then `DELETE`.
     pub(crate) fn finish(mut self, abandoned: Option<(RequestId, &'static str)>) {
@@ -66,15 +72,22 @@ impl Session {
 
 /// Opens a session: `initialize` and `notifications/initialized`, within the deadline.
 pub(crate) async fn open(
-    client: &McpClient,
+    shared: &Shared,
     endpoint: &HttpEndpoint,
     deadline: Instant,
     cancel: &CancellationToken,
+    non_call_budget: usize,
 ) -> Result<Session, CallError> {
-    let inner = &client.inner;
     let registry = Arc::new(Registry::default());
-    let lifetime = inner.shutdown.child_token();
-    let backend = inner.backend(&registry, &lifetime, inner.options.standalone_stream);
+    let lifetime = shared.shutdown.child_token();
+    let described = Endpoint::Http(endpoint.clone());
+    let backend = shared.backend(
+        &registry,
+        &lifetime,
+        shared.standalone_stream,
+        described.redactor(),
+        non_call_budget,
+    );
     let tracker = Arc::clone(backend.session());
     // From here on, a failed or dropped open still closes what the server opened.
     let mut closing = Closing {
@@ -83,16 +96,16 @@ pub(crate) async fn open(
             backend: backend.clone(),
             lifetime,
             endpoint: endpoint.clone(),
-            bound: inner.options.close_timeout,
+            bound: shared.close_timeout,
         }),
         running: None,
-        tasks: inner.tasks.clone(),
+        tasks: shared.tasks.clone(),
     };
-    let config = transport_config(endpoint, inner.options.sse_reconnects)
+    let config = transport_config(endpoint, shared.sse_reconnects)
         .max_concurrent_requests(MAX_CONCURRENT_REQUESTS);
     let transport = StreamableHttpClientTransport::with_client(backend, config);
     let opened = tokio::select! {
-        opened = serve_client(inner.handler.clone(), transport) => opened.map_err(Some),
+        opened = serve_client(shared.handler.clone(), transport) => opened.map_err(Some),
         () = tokio::time::sleep_until(deadline) => Err(None),
         () = cancel.cancelled() => Err(None),
     };
@@ -100,7 +113,7 @@ pub(crate) async fn open(
         Ok(running) => {
             let peer = running.peer().clone();
             closing.running = Some(running);
-            if inner.options.standalone_stream {
+            if shared.standalone_stream {
                 // Server requests outside a call arrive on the standalone stream: let it
                 // open before the call goes out.
                 let _ = tokio::time::timeout_at(
@@ -119,7 +132,7 @@ pub(crate) async fn open(
         Err(error) => {
             closing.start(None);
             Err(match error {
-                Some(error) => open_error(&error, &tracker, &Endpoint::Http(endpoint.clone())),
+                Some(error) => open_error(&error, &tracker, &described),
                 None if cancel.is_cancelled() => {
                     CallError::new(ErrorKind::Cancelled, Delivery::NotSent, "was cancelled")
                 }
@@ -214,7 +227,7 @@ pub(crate) fn open_error(
     endpoint: &Endpoint,
 ) -> CallError {
     if let Some(failure) = session.failure() {
-        return from_failure(&failure, Delivery::NotSent, endpoint);
+        return classify(Wire::NotWritten, &Cause::Transport(&failure), endpoint);
     }
     let detail = match error {
         ClientInitializeError::JsonRpcError(data) => format!(

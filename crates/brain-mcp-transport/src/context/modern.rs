@@ -13,22 +13,21 @@ use rmcp::{
     service::{
         ClientInitializeError, ClientLifecycleMode, RunningService, serve_client_with_lifecycle,
     },
-    transport::{
-        StreamableHttpClientTransport, common::client_side_sse::ExponentialBackoff,
-        streamable_http_client::StreamableHttpClientTransportConfig,
-    },
+    transport::StreamableHttpClientTransport,
 };
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::Shared;
 use crate::{
-    calls::Registry,
-    client::McpClient,
+    call_state::Registry,
     endpoint::{Endpoint, HttpEndpoint},
-    error::{CallError, Delivery, ErrorKind},
-    handler::Handler,
-    http::SessionTracker,
-    run::from_failure,
+    error::{
+        CallError, Delivery, ErrorKind,
+        classify::{Cause, Failure, Wire, classify},
+    },
+    protocol::handler::Handler,
+    wire::http::{SessionTracker, transport_config},
 };
 
 /// Pages read when listing tools for `Mcp-Param-*` headers.
@@ -54,77 +53,6 @@ pub(crate) fn not_modern() -> CallError {
     )
 }
 
-/// Where the shared client of one server lives; created on first use, replaced when closed.
-#[derive(Debug, Default)]
-pub(crate) struct ModernSlot {
-    current: Mutex<Option<Arc<ModernClient>>>,
-    opening: tokio::sync::Mutex<()>,
-}
-
-impl ModernSlot {
-    fn current(&self) -> Option<Arc<ModernClient>> {
-        self.current
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-            .filter(|client| !client.is_closed())
-    }
-
-    /// Whether the slot holds a client that died (so the server should be rediscovered).
-    pub(crate) fn is_closed(&self) -> bool {
-        self.current
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .as_ref()
-            .is_some_and(|client| client.is_closed())
-    }
-
-    /// Whether the slot holds a live client.
-    pub(crate) fn is_open(&self) -> bool {
-        self.current().is_some()
-    }
-
-    /// The slot's client, opening it (once, however many calls ask at the same time).
-    pub(crate) async fn get(
-        slot: &Arc<Self>,
-        client: &McpClient,
-        endpoint: &HttpEndpoint,
-        deadline: Instant,
-        cancel: &CancellationToken,
-    ) -> Result<Arc<ModernClient>, OpenError> {
-        if let Some(current) = slot.current() {
-            return Ok(current);
-        }
-        let _opening = tokio::select! {
-            guard = slot.opening.lock() => guard,
-            () = tokio::time::sleep_until(deadline) => {
-                return Err(OpenError::Failed(CallError::new(ErrorKind::Timeout, Delivery::NotSent, "timed out")));
-            }
-            () = cancel.cancelled() => {
-                return Err(OpenError::Failed(CallError::new(ErrorKind::Cancelled, Delivery::NotSent, "was cancelled")));
-            }
-        };
-        if let Some(current) = slot.current() {
-            return Ok(current);
-        }
-        let opened = ModernClient::open(client, endpoint, deadline, cancel).await?;
-        *slot.current.lock().unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(&opened));
-        Ok(opened)
-    }
-
-    /// Closes the slot's client, waiting at most `grace`.
-    pub(crate) async fn close(&self, grace: Duration) {
-        let current = self
-            .current
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        if let Some(client) = current {
-            client.close(grace).await;
-        }
-    }
-}
-
 /// A long-lived 2026-07-28 client of one server.
 #[derive(Debug)]
 pub(crate) struct ModernClient {
@@ -145,22 +73,28 @@ impl Drop for ModernClient {
 impl ModernClient {
     /// Opens a client with `server/discover`, within the deadline.
     pub(crate) async fn open(
-        client: &McpClient,
+        shared: &Shared,
         endpoint: &HttpEndpoint,
         deadline: Instant,
         cancel: &CancellationToken,
+        non_call_budget: usize,
     ) -> Result<Arc<Self>, OpenError> {
         let endpoint_for_errors = &Endpoint::Http(endpoint.clone());
-        let inner = &client.inner;
         let registry = Arc::new(Registry::default());
-        let lifetime = inner.shutdown.child_token();
-        let backend = inner.backend(&registry, &lifetime, false);
+        let lifetime = shared.shutdown.child_token();
+        let backend = shared.backend(
+            &registry,
+            &lifetime,
+            false,
+            endpoint_for_errors.redactor(),
+            non_call_budget,
+        );
         let session = Arc::clone(backend.session());
-        let config = transport_config(endpoint, inner.options.sse_reconnects)
+        let config = transport_config(endpoint, shared.sse_reconnects)
             .max_concurrent_requests(MAX_CONCURRENT_REQUESTS);
         let transport = StreamableHttpClientTransport::with_client(backend, config);
         let serving = serve_client_with_lifecycle(
-            inner.handler.clone(),
+            shared.handler.clone(),
             transport,
             ClientLifecycleMode::Discover {
                 preferred_versions: vec![ProtocolVersion::V_2026_07_28],
@@ -223,8 +157,13 @@ impl ModernClient {
 
     /// What the transport recorded about requests that were not calls (for a client
     /// used once).
-    pub(crate) fn failure(&self) -> Option<crate::calls::Failure> {
+    pub(crate) fn failure(&self) -> Option<Failure> {
         self.session.failure()
+    }
+
+    /// Resolves once the bytes outside calls passed their budget.
+    pub(crate) async fn over_budget(&self) {
+        self.session.over_budget().await;
     }
 
     /// Closes the client, waiting at most `grace`.
@@ -239,25 +178,6 @@ impl ModernClient {
         }
         self.lifetime.cancel();
     }
-}
-
-/// The transport settings shared by both eras: our bearer, no session re-initialisation
-/// (a retried POST would break at-most-once), and bounded SSE resumption.
-pub(crate) fn transport_config(
-    endpoint: &HttpEndpoint,
-    sse_reconnects: usize,
-) -> StreamableHttpClientTransportConfig {
-    let mut config = StreamableHttpClientTransportConfig::with_uri(endpoint.url.as_str())
-        .reinit_on_expired_session(false);
-    let mut backoff = ExponentialBackoff::default();
-    backoff.max_times = Some(sse_reconnects);
-    backoff.base_duration = Duration::from_millis(500);
-    backoff.max_delay = Some(Duration::from_secs(5));
-    config.retry_config = Arc::new(backoff);
-    if let Some(bearer) = &endpoint.bearer {
-        config = config.auth_header(bearer.expose());
-    }
-    config
 }
 
 /// Classifies a failed `server/discover`: legacy servers fall back, the rest fail the call.
@@ -280,7 +200,7 @@ fn open_error(
             OpenError::Legacy
         }
         _ => OpenError::Failed(match session.failure() {
-            Some(failure) => from_failure(&failure, Delivery::NotSent, endpoint),
+            Some(failure) => classify(Wire::NotWritten, &Cause::Transport(&failure), endpoint),
             None => CallError::new(
                 ErrorKind::Protocol,
                 Delivery::NotSent,

@@ -1,0 +1,1141 @@
+//! One grant's state (per tenant, server and grant) and the ways a token is obtained for
+//! it, all on rmcp's `AuthorizationManager`: discovery from the server's challenge, the
+//! issuer pin, client credentials, the authorization code flow, refresh, step-up and
+//! enterprise-managed exchanges.
+//!
+//! The token in use is cached in memory (`Entry::token`, a short synchronous lock): a
+//! call reads it and goes. Everything that talks to an authorization server runs under
+//! the entry's `flight` lock, one at a time per entry, and re-reads the cache first: a
+//! hundred calls that find the token about to expire cause one refresh.
+
+use std::{
+    fmt,
+    sync::{Arc, Mutex, PoisonError},
+    time::{Duration, SystemTime, UNIX_EPOCH},
+};
+
+use oauth2::TokenResponse;
+use rmcp::transport::auth::{
+    AuthorizationManager, AuthorizationMetadata, AuthorizationRequest, AuthorizationSession,
+    ClientCredentialsConfig, JwtSigningAlgorithm, OAuthClientConfig, OAuthHttpClient,
+    OAuthTokenResponse, WWWAuthenticateParams,
+    enterprise::{EmaAuthorizationServer, EmaClientAuthentication, EmaExchangeRequest},
+};
+use serde_json::json;
+use tokio::time::Instant;
+
+use super::{
+    AuthorizationPrompt, Authorizer, IdentityTokenProvider,
+    adapter::{KeyedStore, last_saved},
+    errors::{failed, from_auth, from_ema, required},
+    http::OAuthHttp,
+    silenced,
+    store::{CredentialStore, GrantKey, StoredGrant},
+};
+use crate::{
+    error::{CallError, Challenge},
+    grant::{
+        AuthorizationCodeGrant, ClientAuthentication, ClientCredentialsGrant, DEFAULT_REDIRECT_URI,
+        EnterpriseGrant, Grant, SigningAlgorithm,
+    },
+    secret::{Secret, one_line},
+};
+
+/// A token is renewed when less than this (or half its lifetime, if shorter) is left.
+const RENEW_BEFORE: Duration = Duration::from_secs(30);
+
+/// What the flows need from the client.
+pub(super) struct Ctx<'a> {
+    pub(super) http: &'a Arc<OAuthHttp>,
+    pub(super) store: &'a Arc<dyn CredentialStore>,
+    /// Who runs the interactive step of the authorization code flow, if anyone.
+    pub(super) authorizer: Option<&'a Arc<dyn Authorizer>>,
+    pub(super) identity: Option<&'a Arc<dyn IdentityTokenProvider>>,
+    pub(super) client_name: &'a str,
+}
+
+/// An access token in use, with what it takes to renew it and the secrets to hide.
+#[derive(Clone)]
+pub(crate) struct Token {
+    pub(crate) bearer: Secret,
+    refresh: Option<Secret>,
+    /// From then on the token is renewed before use.
+    renew_at: Option<Instant>,
+    /// From then on it is not sent.
+    expires_at: Option<Instant>,
+    scopes: Vec<String>,
+    /// The grant's secrets that must never come back from the server (the refresh token
+    /// among them).
+    pub(crate) hidden: Vec<Secret>,
+}
+
+impl fmt::Debug for Token {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Token")
+            .field("bearer", &self.bearer)
+            .field("refreshable", &self.refresh.is_some())
+            .field("expires_at", &self.expires_at)
+            .field("scopes", &self.scopes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Token {
+    /// A token issued `age` ago for `lifetime`.
+    fn new(
+        bearer: Secret,
+        refresh: Option<Secret>,
+        lifetime: Option<Duration>,
+        scopes: Vec<String>,
+        hidden: Vec<Secret>,
+    ) -> Result<Self, CallError> {
+        Self::aged(bearer, refresh, lifetime, Duration::ZERO, scopes, hidden)
+    }
+
+    /// A token issued `age` ago for `lifetime`: renewed when less than
+    /// `min(RENEW_BEFORE, lifetime / 2)` of its lifetime is left.
+    fn aged(
+        bearer: Secret,
+        refresh: Option<Secret>,
+        lifetime: Option<Duration>,
+        age: Duration,
+        scopes: Vec<String>,
+        mut hidden: Vec<Secret>,
+    ) -> Result<Self, CallError> {
+        if !bearer.is_header_safe() {
+            return Err(failed(
+                "the authorization server issued an access token that cannot be sent in an \
+                 HTTP header",
+            ));
+        }
+        hidden.extend(refresh.iter().cloned());
+        let now = Instant::now();
+        let left = lifetime.map(|lifetime| (lifetime, lifetime.saturating_sub(age)));
+        Ok(Self {
+            bearer,
+            refresh,
+            renew_at: left
+                .map(|(lifetime, left)| now + left.saturating_sub(RENEW_BEFORE.min(lifetime / 2))),
+            expires_at: left.map(|(_, left)| now + left),
+            scopes,
+            hidden,
+        })
+    }
+
+    fn from_response(
+        response: &OAuthTokenResponse,
+        scopes: Vec<String>,
+        hidden: Vec<Secret>,
+    ) -> Result<Self, CallError> {
+        let granted = response
+            .scopes()
+            .map(|granted| granted.iter().map(|scope| scope.to_string()).collect())
+            .unwrap_or(scopes);
+        Self::new(
+            Secret::new(response.access_token().secret().clone()),
+            response
+                .refresh_token()
+                .map(|token| Secret::new(token.secret().clone())),
+            response.expires_in(),
+            granted,
+            hidden,
+        )
+    }
+
+    /// A stored grant's token; `None` when it has no access token.
+    fn from_stored(grant: &StoredGrant, hidden: Vec<Secret>) -> Option<Result<Self, CallError>> {
+        let bearer = grant.access_token.clone()?;
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs();
+        let age = grant
+            .obtained_at
+            .map_or(0, |obtained| now.saturating_sub(obtained));
+        let mut hidden = hidden;
+        hidden.extend(grant.client_secret.iter().cloned());
+        Some(Self::aged(
+            bearer,
+            grant.refresh_token.clone(),
+            grant.expires_in.map(Duration::from_secs),
+            Duration::from_secs(age),
+            grant.scopes.clone(),
+            hidden,
+        ))
+    }
+
+    /// Good for use without renewing.
+    pub(super) fn is_fresh(&self, now: Instant) -> bool {
+        self.renew_at.is_none_or(|at| now < at)
+    }
+
+    /// Not expired (it may still be used when renewing fails).
+    fn is_unexpired(&self, now: Instant) -> bool {
+        self.expires_at.is_none_or(|at| now < at)
+    }
+}
+
+/// The state of one grant: one tenant, one server, one grant configuration.
+pub(super) struct Entry {
+    tenant: String,
+    url: String,
+    /// The grant as the latest call gave it (its secrets are read at call time).
+    grant: Mutex<Grant>,
+    /// The token in use.
+    token: Mutex<Option<Token>>,
+    /// Tokens this grant replaced, until they expire: still secrets, so still hidden.
+    retired: Mutex<Vec<(Secret, Instant)>>,
+    /// Everything that talks to an authorization server, one at a time.
+    flight: tokio::sync::Mutex<Flight>,
+}
+
+impl fmt::Debug for Entry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Entry")
+            .field("tenant", &self.tenant)
+            .field("has_token", &lock(&self.token).is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What renewing needs between calls: rmcp's manager (its metadata, client, granted
+/// scopes and authorization states: a step-up must use the manager that made the grant).
+#[derive(Default)]
+struct Flight {
+    manager: Option<AuthorizationManager>,
+    /// The metadata as discovered (before any narrowing for a token request).
+    metadata: Option<AuthorizationMetadata>,
+    /// The store key of a delegated grant.
+    key: Option<GrantKey>,
+    /// Whether the store was read for a delegated grant.
+    loaded: bool,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The union of two scope lists, first-seen order.
+pub(super) fn union(scopes: &mut Vec<String>, more: impl IntoIterator<Item = String>) {
+    for scope in more {
+        if !scope.is_empty() && !scopes.contains(&scope) {
+            scopes.push(scope);
+        }
+    }
+}
+
+/// The scopes a challenge names (`scope="a b"`), and whether it is `insufficient_scope`.
+pub(super) fn challenged(challenge: &Challenge, url: &str) -> (Vec<String>, bool) {
+    let (Some(header), Ok(base)) = (&challenge.header, reqwest::Url::parse(url)) else {
+        return (Vec::new(), false);
+    };
+    let params = WWWAuthenticateParams::parse(header, &base);
+    let scopes = params
+        .scope
+        .as_deref()
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect();
+    (scopes, params.is_insufficient_scope())
+}
+
+impl Entry {
+    pub(super) fn new(tenant: &str, url: &str, grant: &Grant) -> Self {
+        Self {
+            tenant: tenant.to_owned(),
+            url: url.to_owned(),
+            grant: Mutex::new(grant.clone()),
+            token: Mutex::new(None),
+            retired: Mutex::new(Vec::new()),
+            flight: tokio::sync::Mutex::new(Flight::default()),
+        }
+    }
+
+    /// Takes the call's grant (new secrets, after a rotation).
+    pub(super) fn update_grant(&self, grant: &Grant) {
+        let mut current = lock(&self.grant);
+        if *current != *grant {
+            *current = grant.clone();
+        }
+    }
+
+    fn grant(&self) -> Grant {
+        lock(&self.grant).clone()
+    }
+
+    /// Makes `token` the one in use. The one it replaces (and its refresh token) may
+    /// still be valid a while: they stay hidden, with this grant's other secrets.
+    fn set(&self, token: &mut Token) {
+        /// Tokens kept hidden after they were replaced, at most.
+        const RETIRED: usize = 16;
+        let now = Instant::now();
+        let mut retired = lock(&self.retired);
+        retired.retain(|(_, until)| *until > now);
+        let later = now + Duration::from_secs(3600);
+        if let Some(old) = lock(&self.token).take() {
+            if old.bearer != token.bearer {
+                retired.push((old.bearer, old.expires_at.unwrap_or(later).max(now)));
+            }
+            if let Some(refresh) = old
+                .refresh
+                .filter(|old| token.refresh.as_ref() != Some(old))
+            {
+                retired.push((refresh, later));
+            }
+        }
+        let excess = retired.len().saturating_sub(RETIRED);
+        retired.drain(..excess);
+        token
+            .hidden
+            .extend(retired.iter().map(|(secret, _)| secret.clone()));
+        *lock(&self.token) = Some(token.clone());
+    }
+
+    /// The cached token, when it needs no renewing: the per-call path.
+    pub(super) fn fresh(&self) -> Option<Token> {
+        lock(&self.token)
+            .as_ref()
+            .filter(|token| token.is_fresh(Instant::now()))
+            .cloned()
+    }
+
+    /// The token for the next request: the cached one, or one renewed now (once, however
+    /// many calls ask at the same time). `None`: no token is known yet; the request goes
+    /// without, and the server's challenge says what it wants.
+    pub(super) async fn current(&self, ctx: &Ctx<'_>) -> Result<Option<Token>, CallError> {
+        if let Some(token) = self.fresh() {
+            return Ok(Some(token));
+        }
+        let mut flight = self.flight.lock().await;
+        if let Some(token) = self.fresh() {
+            return Ok(Some(token));
+        }
+        let stale = lock(&self.token).clone();
+        let renewed = match self.grant() {
+            Grant::AuthorizationCode(_) => self.renew_delegated(ctx, &mut flight, &stale).await,
+            _ if stale.is_some() && flight.manager.is_some() => self
+                .obtain(ctx, &mut flight, None, Vec::new())
+                .await
+                .map(Some),
+            _ => Ok(None),
+        };
+        let now = Instant::now();
+        match renewed {
+            Ok(Some(mut token)) => {
+                self.set(&mut token);
+                Ok(Some(token))
+            }
+            Ok(None) => Ok(stale.filter(|token| token.is_unexpired(now))),
+            // The old token still works: use it, and renew on a later call.
+            Err(error) if stale.as_ref().is_some_and(|token| token.is_unexpired(now)) => {
+                tracing::debug!(
+                    tenant = %self.tenant,
+                    error = %error,
+                    "renewing the access token failed; the current one is still valid"
+                );
+                Ok(stale)
+            }
+            Err(error) => {
+                if error.kind() == crate::error::ErrorKind::AuthorizationRequired {
+                    *lock(&self.token) = None;
+                }
+                Err(error)
+            }
+        }
+    }
+
+    /// The server refused the request that carried `sent` (or none) with `challenge`:
+    /// obtains a token it should accept. Another call that met the same refusal first may
+    /// have done so already; then its token is used. `force`: authorize interactively
+    /// whatever is stored (a login).
+    pub(super) async fn react(
+        &self,
+        ctx: &Ctx<'_>,
+        challenge: &Challenge,
+        sent: Option<&Token>,
+        force: bool,
+    ) -> Result<Token, CallError> {
+        let mut flight = self.flight.lock().await;
+        let current = lock(&self.token).clone();
+        if let Some(current) = current.filter(|current| {
+            !force
+                && sent.is_none_or(|sent| sent.bearer != current.bearer)
+                && current.is_unexpired(Instant::now())
+        }) {
+            return Ok(current);
+        }
+        let (scopes, insufficient_scope) = challenged(challenge, &self.url);
+        let header = challenge.header.as_deref();
+        let mut outcome = if challenge.status == 403 && insufficient_scope {
+            self.step_up(ctx, &mut flight, header, scopes, sent).await
+        } else {
+            self.reauthorize(ctx, &mut flight, header, sent, force)
+                .await
+        };
+        match &mut outcome {
+            Ok(token) => {
+                tracing::debug!(tenant = %self.tenant, "obtained an access token");
+                self.set(token);
+            }
+            Err(error) if error.kind() == crate::error::ErrorKind::AuthorizationRequired => {
+                *lock(&self.token) = None;
+            }
+            Err(_) => {}
+        }
+        outcome
+    }
+
+    /// A fresh manager, its metadata discovered from the challenge (or the well-known
+    /// locations), and the issuer pin enforced before any credential can go anywhere.
+    /// Returns the issuer (the store key's).
+    async fn discover(
+        &self,
+        ctx: &Ctx<'_>,
+        flight: &mut Flight,
+        challenge: Option<&str>,
+    ) -> Result<String, CallError> {
+        flight.manager = None;
+        flight.metadata = None;
+        let http: Arc<dyn OAuthHttpClient> = Arc::clone(ctx.http) as Arc<dyn OAuthHttpClient>;
+        let mut manager = silenced(AuthorizationManager::new_with_oauth_http_client(
+            self.url.as_str(),
+            http,
+        ))
+        .await
+        .map_err(|error| from_auth(&error))?;
+        let resolution = silenced(manager.resolve_metadata_from_challenge(challenge))
+            .await
+            .map_err(|error| from_auth(&error))?;
+        let metadata = resolution.metadata;
+        let grant = self.grant();
+        if let Some(pinned) = grant.issuer()
+            && metadata.issuer.as_deref() != Some(pinned)
+        {
+            let found = metadata.issuer.as_deref().map_or_else(
+                || "one that names no issuer".to_owned(),
+                |issuer| one_line(issuer, 120),
+            );
+            return Err(failed(format!(
+                "the server's authorization server is {found}, not the pinned issuer {}",
+                one_line(pinned, 120)
+            )));
+        }
+        // Without an issuer (the 2025-03-26 default endpoints), the token endpoint's
+        // origin stands for it.
+        let issuer = metadata.issuer.clone().unwrap_or_else(|| {
+            reqwest::Url::parse(&metadata.token_endpoint)
+                .map(|url| url.origin().ascii_serialization())
+                .unwrap_or_default()
+        });
+        manager.set_metadata(metadata.clone());
+        flight.manager = Some(manager);
+        flight.metadata = Some(metadata);
+        Ok(issuer)
+    }
+
+    /// A 401: a new token, by the grant's own means.
+    async fn reauthorize(
+        &self,
+        ctx: &Ctx<'_>,
+        flight: &mut Flight,
+        challenge: Option<&str>,
+        sent: Option<&Token>,
+        force: bool,
+    ) -> Result<Token, CallError> {
+        match self.grant() {
+            Grant::AuthorizationCode(grant) => {
+                self.reauthorize_delegated(ctx, flight, challenge, sent, force, &grant)
+                    .await
+            }
+            _ => {
+                // Discovered again: the server may have moved to another authorization
+                // server since (the pin still holds).
+                self.discover(ctx, flight, challenge).await?;
+                self.obtain(ctx, flight, None, Vec::new()).await
+            }
+        }
+    }
+
+    /// A 403 `insufficient_scope`: a token with the scopes held so far and the ones the
+    /// server asks for (SEP-2350).
+    async fn step_up(
+        &self,
+        ctx: &Ctx<'_>,
+        flight: &mut Flight,
+        challenge: Option<&str>,
+        asked: Vec<String>,
+        sent: Option<&Token>,
+    ) -> Result<Token, CallError> {
+        let mut scopes = sent.map(|token| token.scopes.clone()).unwrap_or_default();
+        union(&mut scopes, asked.iter().cloned());
+        match self.grant() {
+            Grant::AuthorizationCode(grant) => {
+                let Some(authorizer) = ctx.authorizer else {
+                    return Err(required(format!(
+                        "the server needs more scope ({}) than the tenant granted",
+                        one_line(&asked.join(" "), 200)
+                    )));
+                };
+                self.step_up_delegated(ctx, flight, challenge, scopes, authorizer, &grant)
+                    .await
+            }
+            _ => {
+                if flight.manager.is_none() {
+                    self.discover(ctx, flight, challenge).await?;
+                }
+                self.obtain(ctx, flight, None, scopes).await
+            }
+        }
+    }
+
+    /// A token for a client credentials or enterprise grant (discovered first if need be),
+    /// with `more` scopes on top of the configured (or the server's) ones.
+    async fn obtain(
+        &self,
+        ctx: &Ctx<'_>,
+        flight: &mut Flight,
+        challenge: Option<&str>,
+        more: Vec<String>,
+    ) -> Result<Token, CallError> {
+        if flight.manager.is_none() {
+            self.discover(ctx, flight, challenge).await?;
+        }
+        match self.grant() {
+            Grant::ClientCredentials(grant) => self.client_credentials(flight, &grant, more).await,
+            Grant::Enterprise(grant) => self.enterprise(ctx, flight, &grant, more).await,
+            _ => Err(failed("the grant cannot be obtained without a user")),
+        }
+    }
+
+    async fn client_credentials(
+        &self,
+        flight: &mut Flight,
+        grant: &ClientCredentialsGrant,
+        more: Vec<String>,
+    ) -> Result<Token, CallError> {
+        let (Some(manager), Some(metadata)) = (flight.manager.as_mut(), flight.metadata.clone())
+        else {
+            return Err(failed("the authorization metadata is unknown"));
+        };
+        let mut scopes = if grant.scopes.is_empty() {
+            // The server's (challenge, then resource metadata); client credentials have
+            // no refresh tokens, so no `offline_access`.
+            let mut selected = manager.select_initial_scopes(&[]).await;
+            selected.retain(|scope| scope != "offline_access");
+            selected
+        } else {
+            grant.scopes.clone()
+        };
+        union(&mut scopes, more);
+        let resource = Some(self.url.clone());
+        let config = match &grant.authentication {
+            ClientAuthentication::Secret { secret, method } => {
+                let mut metadata = metadata;
+                if let Some(method) = method {
+                    // rmcp picks the method from the metadata: show it only ours, once we
+                    // know the server offers it.
+                    let key = "token_endpoint_auth_methods_supported";
+                    let offered = metadata
+                        .additional_fields
+                        .get(key)
+                        .and_then(|methods| methods.as_array());
+                    if offered.is_some_and(|offered| {
+                        !offered.iter().any(|m| m.as_str() == Some(method.as_str()))
+                    }) {
+                        return Err(failed(format!(
+                            "the authorization server does not offer {}",
+                            method.as_str()
+                        )));
+                    }
+                    metadata
+                        .additional_fields
+                        .insert(key.to_owned(), json!([method.as_str()]));
+                }
+                manager.set_metadata(metadata);
+                ClientCredentialsConfig::ClientSecret {
+                    client_id: grant.client_id.clone(),
+                    client_secret: secret.expose().to_owned(),
+                    scopes: scopes.clone(),
+                    resource,
+                }
+            }
+            ClientAuthentication::PrivateKeyJwt { key, algorithm } => {
+                manager.set_metadata(metadata);
+                ClientCredentialsConfig::PrivateKeyJwt {
+                    client_id: grant.client_id.clone(),
+                    signing_key: key.expose().as_bytes().to_vec(),
+                    signing_algorithm: jwt_algorithm(*algorithm),
+                    token_endpoint_audience: None,
+                    scopes: scopes.clone(),
+                    resource,
+                }
+            }
+        };
+        manager
+            .validate_client_credentials_metadata(&config)
+            .map_err(|error| from_auth(&error))?;
+        manager
+            .configure_client_credentials(&config)
+            .map_err(|error| from_auth(&error))?;
+        let response = exchange_client_credentials(flight, config).await?;
+        Token::from_response(
+            &response,
+            scopes,
+            Grant::ClientCredentials(grant.clone()).secrets(),
+        )
+    }
+
+    async fn enterprise(
+        &self,
+        ctx: &Ctx<'_>,
+        flight: &mut Flight,
+        grant: &EnterpriseGrant,
+        more: Vec<String>,
+    ) -> Result<Token, CallError> {
+        let Some(metadata) = flight.metadata.clone() else {
+            return Err(failed("the authorization metadata is unknown"));
+        };
+        let Some(issuer) = metadata.issuer.clone() else {
+            return Err(failed(
+                "the server's authorization server names no issuer, which enterprise-managed \
+                 authorization needs",
+            ));
+        };
+        let Some(provider) = ctx.identity else {
+            return Err(failed(
+                "this host supplies no identity tokens for enterprise-managed authorization",
+            ));
+        };
+        let id_token = provider
+            .identity_token(&self.tenant, &grant.idp_issuer)
+            .await
+            .map_err(|_| failed("the host's identity-token provider failed"))?
+            .ok_or_else(|| required("the host has no identity token for the tenant"))?;
+        let basic = |secret: &Option<Secret>| match secret {
+            Some(secret) => EmaClientAuthentication::ClientSecretBasic(oauth2::ClientSecret::new(
+                secret.expose().to_owned(),
+            )),
+            None => EmaClientAuthentication::None,
+        };
+        let idp = EmaAuthorizationServer::new(
+            &grant.idp_issuer,
+            &grant.idp_token_endpoint,
+            &grant.idp_client_id,
+        )
+        .with_client_authentication(basic(&grant.idp_client_secret));
+        let resource_server =
+            EmaAuthorizationServer::new(issuer, &metadata.token_endpoint, &grant.client_id)
+                .with_client_authentication(basic(&grant.client_secret));
+        let mut scopes = grant.scopes.clone();
+        union(&mut scopes, more);
+        let mut request = EmaExchangeRequest::new_with_id_token(
+            idp,
+            resource_server,
+            &self.url,
+            id_token.expose(),
+        );
+        if !scopes.is_empty() {
+            request = request.with_scopes(scopes.clone());
+        }
+        let http: &dyn OAuthHttpClient = ctx.http.as_ref();
+        let token = silenced(request.exchange(http, http))
+            .await
+            .map_err(|error| from_ema(&error))?;
+        let mut hidden = Grant::Enterprise(grant.clone()).secrets();
+        hidden.push(id_token);
+        let granted = if token.scopes.is_empty() {
+            scopes
+        } else {
+            token.scopes.iter().cloned().collect()
+        };
+        Token::new(
+            Secret::new(token.access_token.secret().clone()),
+            None,
+            token.expires_in,
+            granted,
+            hidden,
+        )
+    }
+
+    /// The delegated grant stored for this tenant and server: under the pinned issuer's
+    /// key, else the most recent usable one of any issuer.
+    async fn stored(&self, ctx: &Ctx<'_>) -> Result<Option<(GrantKey, StoredGrant)>, CallError> {
+        let store_failed = |_| failed("the credential store failed");
+        let keys = match self.grant().issuer() {
+            Some(issuer) => vec![GrantKey::new(&self.tenant, &self.url, issuer)],
+            None => ctx
+                .store
+                .keys(&self.tenant, &self.url)
+                .await
+                .map_err(store_failed)?,
+        };
+        let mut best: Option<(GrantKey, StoredGrant)> = None;
+        for key in keys {
+            let Some(grant) = ctx.store.load(&key).await.map_err(store_failed)? else {
+                continue;
+            };
+            let newer = best
+                .as_ref()
+                .is_none_or(|(_, best)| grant.obtained_at > best.obtained_at);
+            if grant.is_usable() && newer {
+                best = Some((key, grant));
+            }
+        }
+        Ok(best)
+    }
+
+    /// A delegated grant's token before a request: the stored one on first use, or a
+    /// refreshed one when it is about to expire.
+    async fn renew_delegated(
+        &self,
+        ctx: &Ctx<'_>,
+        flight: &mut Flight,
+        stale: &Option<Token>,
+    ) -> Result<Option<Token>, CallError> {
+        if stale.is_none() {
+            if flight.loaded {
+                return Ok(None);
+            }
+            flight.loaded = true;
+            let Some((key, stored)) = self.stored(ctx).await? else {
+                return Ok(None);
+            };
+            flight.key = Some(key);
+            let token = Token::from_stored(&stored, self.grant().secrets()).transpose()?;
+            match token {
+                Some(token) if token.is_fresh(Instant::now()) => return Ok(Some(token)),
+                _ if stored.refresh_token.is_none() => return Ok(None),
+                _ => {}
+            }
+        } else if stale.as_ref().is_some_and(|token| token.refresh.is_none()) {
+            // Nothing to refresh with: used until it expires, then the server says.
+            return Ok(None);
+        }
+        self.refresh(ctx, flight, None).await.map(Some)
+    }
+
+    /// Refreshes the delegated grant under `flight.key`.
+    async fn refresh(
+        &self,
+        ctx: &Ctx<'_>,
+        flight: &mut Flight,
+        challenge: Option<&str>,
+    ) -> Result<Token, CallError> {
+        let Some(key) = flight.key.clone() else {
+            return Err(required("the tenant has no grant for this server"));
+        };
+        if flight.manager.is_none() {
+            let issuer = self.discover(ctx, flight, challenge).await?;
+            if issuer != key.issuer {
+                return Err(required(
+                    "the server moved to another authorization server, which the tenant has \
+                     not authorized",
+                ));
+            }
+        }
+        let stored = ctx
+            .store
+            .load(&key)
+            .await
+            .map_err(|_| failed("the credential store failed"))?
+            .ok_or_else(|| required("the tenant's grant for this server was removed"))?;
+        let saved = self.configure_delegated(ctx, flight, &key, &stored)?;
+        let Some(manager) = flight.manager.as_ref() else {
+            return Err(failed("the authorization metadata is unknown"));
+        };
+        let response = silenced(manager.refresh_token())
+            .await
+            .map_err(|error| from_auth(&error))?;
+        tracing::debug!(tenant = %self.tenant, "refreshed the access token");
+        let scopes = last_saved(&saved).map_or(stored.scopes.clone(), |grant| grant.scopes);
+        let mut hidden = self.grant().secrets();
+        hidden.extend(stored.client_secret.iter().cloned());
+        Token::from_response(&response, scopes, hidden)
+    }
+
+    /// Points the manager at the stored grant: our store under its key, and the client it
+    /// was made for (rmcp's records hold no secret: a registered client's comes from the
+    /// grant, a pre-registered one's from the config).
+    fn configure_delegated(
+        &self,
+        ctx: &Ctx<'_>,
+        flight: &mut Flight,
+        key: &GrantKey,
+        stored: &StoredGrant,
+    ) -> Result<Arc<Mutex<Option<StoredGrant>>>, CallError> {
+        let Some(manager) = flight.manager.as_mut() else {
+            return Err(failed("the authorization metadata is unknown"));
+        };
+        let Grant::AuthorizationCode(grant) = self.grant() else {
+            return Err(failed("not a delegated grant"));
+        };
+        let secret = stored.client_secret.clone().or_else(|| {
+            grant
+                .client_secret
+                .clone()
+                .filter(|_| grant.client_id.as_deref() == Some(stored.client_id.as_str()))
+        });
+        let (adapter, saved) = KeyedStore::new(
+            Arc::clone(ctx.store),
+            key.clone(),
+            stored.client_secret.clone(),
+        );
+        manager.set_credential_store(adapter);
+        let mut config =
+            OAuthClientConfig::new(&stored.client_id, redirect_uri(&grant, ctx.authorizer));
+        if let Some(secret) = secret {
+            config = config.with_client_secret(secret.expose());
+        }
+        manager
+            .configure_client(config)
+            .map_err(|error| from_auth(&error))?;
+        Ok(saved)
+    }
+
+    async fn reauthorize_delegated(
+        &self,
+        ctx: &Ctx<'_>,
+        flight: &mut Flight,
+        challenge: Option<&str>,
+        sent: Option<&Token>,
+        force: bool,
+        grant: &AuthorizationCodeGrant,
+    ) -> Result<Token, CallError> {
+        // Discovered again: a server that moved to another authorization server has
+        // another issuer, hence another key (and no grant, until the tenant authorizes).
+        let issuer = self.discover(ctx, flight, challenge).await?;
+        let key = GrantKey::new(&self.tenant, &self.url, &issuer);
+        flight.key = Some(key.clone());
+        flight.loaded = true;
+        if !force {
+            let stored = ctx
+                .store
+                .load(&key)
+                .await
+                .map_err(|_| failed("the credential store failed"))?;
+            if let Some(stored) = stored {
+                let token = Token::from_stored(&stored, self.grant().secrets()).transpose()?;
+                // A token the server has not refused yet (stored by a login meanwhile).
+                if let Some(token) = token.filter(|token| {
+                    token.is_fresh(Instant::now())
+                        && sent.is_none_or(|sent| sent.bearer != token.bearer)
+                }) {
+                    return Ok(token);
+                }
+                if stored.refresh_token.is_some() {
+                    match self.refresh(ctx, flight, challenge).await {
+                        Ok(token) => return Ok(token),
+                        // The grant is gone: authorize anew, if someone can.
+                        Err(error)
+                            if error.kind() == crate::error::ErrorKind::AuthorizationRequired => {}
+                        Err(error) => return Err(error),
+                    }
+                }
+            }
+        }
+        let Some(authorizer) = ctx.authorizer else {
+            return Err(required(
+                "the tenant has no usable grant for this server (none was made, it expired, or \
+                 its refresh token was rejected)",
+            ));
+        };
+        self.code_flow(ctx, flight, authorizer, grant, key).await
+    }
+
+    /// The authorization code flow with PKCE: the client identified (pre-registered, a
+    /// metadata document, an earlier registration at this issuer, or a new dynamic
+    /// registration), the authorizer sends the user to the authorization URL and returns
+    /// the redirect, whose `state` and `iss` rmcp checks before the code is exchanged.
+    async fn code_flow(
+        &self,
+        ctx: &Ctx<'_>,
+        flight: &mut Flight,
+        authorizer: &Arc<dyn Authorizer>,
+        grant: &AuthorizationCodeGrant,
+        key: GrantKey,
+    ) -> Result<Token, CallError> {
+        let (Some(mut manager), Some(metadata)) = (flight.manager.take(), flight.metadata.clone())
+        else {
+            return Err(failed("the authorization metadata is unknown"));
+        };
+        let redirect = redirect_uri(grant, Some(authorizer));
+        let stored = ctx
+            .store
+            .load(&key)
+            .await
+            .map_err(|_| failed("the credential store failed"))?;
+        let metadata_documents = metadata
+            .additional_fields
+            .get("client_id_metadata_document_supported")
+            .and_then(serde_json::Value::as_bool)
+            .unwrap_or(false);
+        let scopes = if grant.scopes.is_empty() {
+            manager.select_initial_scopes(&[]).await
+        } else {
+            grant.scopes.clone()
+        };
+        let mut request = AuthorizationRequest::new(&redirect)
+            .with_client_name(ctx.client_name)
+            .with_initial_scope_selection();
+        if !scopes.is_empty() {
+            request = request.with_scopes(scopes.clone());
+        }
+        let mut registered_secret = None;
+        if let Some(client_id) = &grant.client_id {
+            request = request.with_preregistered_client(client_id);
+            if let Some(secret) = &grant.client_secret {
+                request = request.with_client_secret(secret.expose());
+            }
+        } else if let Some(url) = grant
+            .client_id_metadata_url
+            .as_ref()
+            .filter(|_| metadata_documents)
+        {
+            request = request.with_client_metadata_url(url);
+        } else if let Some(stored) = stored
+            .as_ref()
+            .filter(|stored| !stored.client_id.starts_with("https://"))
+        {
+            // Registered at this issuer before: not again.
+            request = request.with_preregistered_client(&stored.client_id);
+            if let Some(secret) = &stored.client_secret {
+                request = request.with_client_secret(secret.expose());
+                registered_secret = Some(secret.clone());
+            }
+        } else {
+            let refs: Vec<&str> = scopes.iter().map(String::as_str).collect();
+            let registered =
+                silenced(manager.register_client(ctx.client_name, &redirect, &refs)).await;
+            let registered = match registered {
+                Ok(registered) => registered,
+                Err(error) => {
+                    flight.manager = Some(manager);
+                    return Err(from_auth(&error));
+                }
+            };
+            request = request.with_preregistered_client(&registered.client_id);
+            if let Some(secret) = registered.client_secret {
+                request = request.with_client_secret(&secret);
+                registered_secret = Some(Secret::new(secret));
+            }
+        }
+        let (adapter, saved) =
+            KeyedStore::new(Arc::clone(ctx.store), key, registered_secret.clone());
+        manager.set_credential_store(adapter);
+        let session = match silenced(AuthorizationSession::new(manager, request)).await {
+            Ok(session) => session,
+            Err((manager, error)) => {
+                flight.manager = Some(manager);
+                return Err(from_auth(&error));
+            }
+        };
+        let prompt = AuthorizationPrompt {
+            tenant: self.tenant.clone(),
+            resource: self.url.clone(),
+            authorization_url: session.get_authorization_url().to_owned(),
+            redirect_uri: redirect,
+        };
+        let callback = authorizer.authorize(&prompt).await;
+        let exchanged = match &callback {
+            Ok(callback) => Some(silenced(session.handle_callback_url(callback)).await),
+            Err(_) => None,
+        };
+        flight.manager = Some(session.auth_manager);
+        let response = match exchanged {
+            Some(exchanged) => exchanged.map_err(|error| from_auth(&error))?,
+            None => return Err(failed("the authorizer did not complete the authorization")),
+        };
+        let scopes = last_saved(&saved).map_or(scopes, |grant| grant.scopes);
+        let mut hidden = Grant::AuthorizationCode(grant.clone()).secrets();
+        hidden.extend(registered_secret);
+        Token::from_response(&response, scopes, hidden)
+    }
+
+    /// A step-up on the manager that made the grant (rmcp keeps the granted scopes and
+    /// the authorization state there): the union of the scopes held and asked for.
+    async fn step_up_delegated(
+        &self,
+        ctx: &Ctx<'_>,
+        flight: &mut Flight,
+        challenge: Option<&str>,
+        scopes: Vec<String>,
+        authorizer: &Arc<dyn Authorizer>,
+        grant: &AuthorizationCodeGrant,
+    ) -> Result<Token, CallError> {
+        let Some(key) = flight.key.clone() else {
+            return Err(required("the tenant has no grant for this server"));
+        };
+        let stored = ctx
+            .store
+            .load(&key)
+            .await
+            .map_err(|_| failed("the credential store failed"))?
+            .ok_or_else(|| required("the tenant's grant for this server was removed"))?;
+        if flight.manager.is_none() {
+            let issuer = self.discover(ctx, flight, challenge).await?;
+            if issuer != key.issuer {
+                return Err(required(
+                    "the server moved to another authorization server, which the tenant has \
+                     not authorized",
+                ));
+            }
+            self.configure_delegated(ctx, flight, &key, &stored)?;
+        }
+        let mut wanted = stored.scopes.clone();
+        union(&mut wanted, scopes);
+        let Some(manager) = flight.manager.as_ref() else {
+            return Err(failed("the authorization metadata is unknown"));
+        };
+        let url = silenced(manager.request_scope_upgrade(&wanted.join(" ")))
+            .await
+            .map_err(|error| from_auth(&error))?;
+        let prompt = AuthorizationPrompt {
+            tenant: self.tenant.clone(),
+            resource: self.url.clone(),
+            authorization_url: url,
+            redirect_uri: redirect_uri(grant, Some(authorizer)),
+        };
+        let callback = authorizer
+            .authorize(&prompt)
+            .await
+            .map_err(|_| failed("the authorizer did not complete the authorization"))?;
+        let callback = rmcp::transport::auth::AuthorizationCallback::from_redirect_url(&callback)
+            .map_err(|error| from_auth(&error))?;
+        let response = silenced(manager.exchange_code_for_token_with_issuer(
+            &callback.code,
+            &callback.csrf_token,
+            callback.issuer.as_deref(),
+        ))
+        .await
+        .map_err(|error| from_auth(&error))?;
+        let mut hidden = self.grant().secrets();
+        hidden.extend(stored.client_secret.iter().cloned());
+        Token::from_response(&response, wanted, hidden)
+    }
+}
+
+/// rmcp's client credentials exchange. Its future is not `Send` in rmcp 3.11 (the JWT
+/// branch holds a `form_urlencoded::Serializer` across an await), so it cannot be awaited
+/// inside a call's future, which must be: it runs on a blocking thread instead, on the
+/// caller's runtime (`Handle::block_on` there drives it; the runtime's own threads keep
+/// driving the I/O). The manager goes with it and comes back; one thread per token
+/// obtained, not per call.
+async fn exchange_client_credentials(
+    flight: &mut Flight,
+    config: ClientCredentialsConfig,
+) -> Result<OAuthTokenResponse, CallError> {
+    let Some(manager) = flight.manager.take() else {
+        return Err(failed("the authorization metadata is unknown"));
+    };
+    let runtime = tokio::runtime::Handle::current();
+    // Logs on that thread go where the caller's go.
+    let dispatch = tracing::dispatcher::get_default(tracing::Dispatch::clone);
+    let exchanged = tokio::task::spawn_blocking(move || {
+        let response = tracing::dispatcher::with_default(&dispatch, || {
+            runtime.block_on(silenced(manager.exchange_client_credentials(&config)))
+        });
+        (manager, response)
+    })
+    .await;
+    let Ok((manager, response)) = exchanged else {
+        return Err(failed("the token request could not be run"));
+    };
+    flight.manager = Some(manager);
+    response.map_err(|error| from_auth(&error))
+}
+
+/// The redirect URI: the grant's, else the authorizer's, else the default.
+fn redirect_uri(
+    grant: &AuthorizationCodeGrant,
+    authorizer: Option<&Arc<dyn Authorizer>>,
+) -> String {
+    grant
+        .redirect_uri
+        .clone()
+        .or_else(|| authorizer.and_then(|authorizer| authorizer.redirect_uri()))
+        .unwrap_or_else(|| DEFAULT_REDIRECT_URI.to_owned())
+}
+
+fn jwt_algorithm(algorithm: SigningAlgorithm) -> JwtSigningAlgorithm {
+    match algorithm {
+        SigningAlgorithm::Rs384 => JwtSigningAlgorithm::RS384,
+        SigningAlgorithm::Rs512 => JwtSigningAlgorithm::RS512,
+        SigningAlgorithm::Es256 => JwtSigningAlgorithm::ES256,
+        SigningAlgorithm::Es384 => JwtSigningAlgorithm::ES384,
+        _ => JwtSigningAlgorithm::RS256,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scopes_union_keeps_order_and_drops_repeats() {
+        let mut scopes = vec!["a".to_owned(), "b".to_owned()];
+        union(&mut scopes, ["b", "c", "", "a", "d"].map(String::from));
+        assert_eq!(scopes, ["a", "b", "c", "d"]);
+    }
+
+    #[test]
+    fn challenges_are_read_for_scope_and_kind() {
+        let url = "http://127.0.0.1:9/mcp";
+        let check = |status, header: Option<&str>, scopes: &[&str], insufficient| {
+            let challenge = Challenge::of(status, header).unwrap();
+            let (found, is_insufficient) = challenged(&challenge, url);
+            assert_eq!(
+                (
+                    found.iter().map(String::as_str).collect::<Vec<_>>(),
+                    is_insufficient
+                ),
+                (scopes.to_vec(), insufficient),
+                "{header:?}"
+            );
+        };
+        check(401, None, &[], false);
+        check(401, Some("Bearer"), &[], false);
+        check(
+            401,
+            Some(
+                r#"Bearer error="invalid_token", scope="mcp:basic", resource_metadata="http://127.0.0.1:9/.well-known/oauth-protected-resource/mcp""#,
+            ),
+            &["mcp:basic"],
+            false,
+        );
+        check(
+            403,
+            Some(r#"Bearer error="insufficient_scope", scope="mcp:write files:read""#),
+            &["mcp:write", "files:read"],
+            true,
+        );
+        check(403, Some(r#"Bearer error="forbidden""#), &[], false);
+    }
+
+    #[test]
+    fn tokens_are_renewed_before_they_expire() {
+        let token = |lifetime: Option<u64>| {
+            Token::new(
+                Secret::new("at"),
+                None,
+                lifetime.map(Duration::from_secs),
+                Vec::new(),
+                Vec::new(),
+            )
+            .unwrap()
+        };
+        let now = Instant::now();
+        assert!(token(None).is_fresh(now + Duration::from_secs(1_000_000)));
+        let hour = token(Some(3600));
+        assert!(hour.is_fresh(now + Duration::from_secs(3500)));
+        assert!(!hour.is_fresh(now + Duration::from_secs(3580)));
+        assert!(hour.is_unexpired(now + Duration::from_secs(3580)));
+        // Short-lived: renewed at half its life, not on every call.
+        let short = token(Some(10));
+        assert!(short.is_fresh(now + Duration::from_secs(4)));
+        assert!(!short.is_fresh(now + Duration::from_secs(6)));
+        assert!(Token::new(Secret::new("a b"), None, None, vec![], vec![]).is_err());
+        let debug = format!("{:?}", token(Some(5)));
+        assert!(!debug.contains("\"at\""), "{debug}");
+    }
+}

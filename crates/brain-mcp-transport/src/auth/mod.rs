@@ -1,0 +1,415 @@
+//! OAuth for MCP servers, on rmcp's `auth` features: a call carries its tenant's access
+//! token, obtained when the server asks for one.
+//!
+//! The flow is the MCP specification's, reactive: a request goes out with the tenant's
+//! current token (or none, when none is known yet); a server that wants another answers
+//! 401 with a `WWW-Authenticate` challenge, which the transport records on the error
+//! (`CallError::challenge`); then the grant is run (discovery from the challenge, the
+//! issuer pin, then client credentials, a refresh or the authorization code flow, or an
+//! enterprise exchange) and the whole operation runs once more with the new token. A 401
+//! means the server refused the request before running it (`not_sent`), so a
+//! `tools/call` sent again after one is still sent at most once. A 403
+//! `insufficient_scope` steps up where the grant allows it. At most
+//! [`MAX_AUTHORIZATIONS`] authorizations per operation.
+//!
+//! What rmcp lacks, and is wrapped here: rmcp's constructors that build their own HTTP
+//! client panic in this build (no process-wide TLS provider), so every OAuth request
+//! goes through [`OAuthHttp`] over the pooled client; rmcp's stores have no key, so
+//! [`adapter::KeyedStore`] carries one; rmcp's step-up counter resets after every
+//! exchange, so the bound is counted per operation here; rmcp logs the authorization
+//! code at DEBUG, so its auth calls run with tracing silenced ([`silenced`]).
+
+mod adapter;
+mod errors;
+mod flow;
+mod http;
+mod store;
+
+use std::{
+    collections::HashMap,
+    fmt,
+    sync::{Arc, Mutex, PoisonError},
+    time::SystemTime,
+};
+
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tracing::instrument::WithSubscriber;
+
+pub use self::store::{
+    CredentialStore, FileCredentialStore, GrantKey, MemoryCredentialStore, StoreError, StoredGrant,
+};
+use self::{
+    flow::{Ctx, Entry, Token, challenged},
+    http::OAuthHttp,
+};
+use crate::{
+    endpoint::HttpEndpoint,
+    error::{CallError, Delivery, ErrorKind},
+    grant::{Authorization, Grant},
+    secret::Secret,
+};
+
+/// Authorizations (a first one, then step-ups or re-authorizations) one operation may
+/// run, at most: past it, the operation fails.
+pub const MAX_AUTHORIZATIONS: usize = 3;
+
+/// The error an [`Authorizer`] or an [`IdentityTokenProvider`] returns. Its text is never
+/// shown: the call fails with a fixed phrase.
+pub type HostAuthError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The interactive step of the authorization code flow, for one tenant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AuthorizationPrompt {
+    /// The tenant the grant is for.
+    pub tenant: String,
+    /// The MCP server the grant is for.
+    pub resource: String,
+    /// Where to send the user (it carries the PKCE challenge and `state`).
+    pub authorization_url: String,
+    /// Where the authorization server will send the user back.
+    pub redirect_uri: String,
+}
+
+/// What a host implements to run the interactive step of the authorization code flow:
+/// send the user to the authorization URL and return the URL the authorization server
+/// redirected back to (with `code`, `state` and `iss`). The client checks `state` and
+/// `iss` and exchanges the code.
+#[async_trait::async_trait]
+pub trait Authorizer: Send + Sync + fmt::Debug {
+    /// The redirect URI this authorizer receives, for grants that name none.
+    fn redirect_uri(&self) -> Option<String> {
+        None
+    }
+
+    /// Has the user authorize; returns the full redirect URL.
+    async fn authorize(&self, prompt: &AuthorizationPrompt) -> Result<String, HostAuthError>;
+}
+
+/// What a host implements for enterprise-managed authorization: the tenant's identity
+/// token (an OpenID Connect ID token from the identity provider `idp_issuer`), or `None`
+/// when it has none.
+#[async_trait::async_trait]
+pub trait IdentityTokenProvider: Send + Sync + fmt::Debug {
+    /// The tenant's identity token.
+    async fn identity_token(
+        &self,
+        tenant: &str,
+        idp_issuer: &str,
+    ) -> Result<Option<Secret>, HostAuthError>;
+}
+
+/// Whether a tenant can call a server with a grant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum GrantStatus {
+    /// Tokens are obtained at call time (client credentials, enterprise): nothing to store.
+    AtCallTime,
+    /// A delegated grant is stored.
+    Stored(StoredGrantSummary),
+    /// No delegated grant is stored: the tenant must authorize (`mcp-tools login`).
+    Missing,
+}
+
+/// A stored delegated grant, without its secrets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StoredGrantSummary {
+    /// Where it is stored.
+    pub key: GrantKey,
+    /// The scopes granted.
+    pub scopes: Vec<String>,
+    /// When its access token expires, if known.
+    pub expires_at: Option<SystemTime>,
+    /// Whether it has a refresh token.
+    pub refreshable: bool,
+    /// Whether it can be used now (an unexpired access token, or a refresh token).
+    pub usable: bool,
+}
+
+impl StoredGrantSummary {
+    fn of(key: GrantKey, grant: &StoredGrant) -> Self {
+        Self {
+            key,
+            scopes: grant.scopes.clone(),
+            expires_at: grant.expires_at(),
+            refreshable: grant.refresh_token.is_some(),
+            usable: grant.is_usable(),
+        }
+    }
+}
+
+/// The client's authorization settings.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct AuthOptions {
+    pub(crate) store: Option<Arc<dyn CredentialStore>>,
+    pub(crate) authorizer: Option<Arc<dyn Authorizer>>,
+    pub(crate) identity: Option<Arc<dyn IdentityTokenProvider>>,
+}
+
+/// Runs rmcp's auth code with tracing off: rmcp 3.11 logs the authorization code at
+/// DEBUG (`exchange_code_for_token_with_issuer`) and token responses' `Debug`; nothing
+/// it logs on these paths may reach a host's logs. What happened is logged by us, with
+/// fixed phrases.
+pub(crate) fn silenced<F: Future>(future: F) -> tracing::instrument::WithDispatch<F> {
+    future.with_subscriber(tracing::Dispatch::none())
+}
+
+/// The authorization state of one client: a registry of grant states per (tenant,
+/// server, grant).
+#[derive(Debug, Clone)]
+pub(crate) struct Auth {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    http: Arc<OAuthHttp>,
+    store: Arc<dyn CredentialStore>,
+    authorizer: Option<Arc<dyn Authorizer>>,
+    identity: Option<Arc<dyn IdentityTokenProvider>>,
+    client_name: String,
+    entries: Mutex<HashMap<EntryKey, Arc<Entry>>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct EntryKey {
+    tenant: String,
+    url: String,
+    /// The grant without its secrets.
+    grant: String,
+}
+
+/// One operation's use of a grant.
+pub(crate) struct Run<'a> {
+    pub(crate) authorization: &'a Authorization,
+    pub(crate) url: &'a str,
+    pub(crate) deadline: Instant,
+    pub(crate) cancel: &'a CancellationToken,
+    /// Runs the interactive step, over the client's own authorizer.
+    pub(crate) authorizer: Option<Arc<dyn Authorizer>>,
+    /// A login: the first attempt goes without a token, and its challenge is answered
+    /// with a new grant, whatever is stored.
+    pub(crate) login: bool,
+}
+
+/// What one attempt sends: the bearer, and the secrets it must hide.
+#[derive(Clone)]
+pub(crate) struct Credentials(Token);
+
+impl fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Credentials").field(&self.0).finish()
+    }
+}
+
+impl Credentials {
+    /// Puts the bearer (and the secrets to hide) on an endpoint.
+    pub(crate) fn apply(&self, endpoint: &mut HttpEndpoint) {
+        endpoint.bearer = Some(self.0.bearer.clone());
+        endpoint.hidden = self.0.hidden.clone();
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Auth {
+    /// The registry, with the client's pooled HTTP client (no redirects).
+    pub(crate) fn new(options: &AuthOptions, pooled: reqwest::Client, client_name: &str) -> Self {
+        let store =
+            options
+                .store
+                .clone()
+                .unwrap_or_else(|| match FileCredentialStore::at_default_dir() {
+                    Some(store) => Arc::new(store) as Arc<dyn CredentialStore>,
+                    None => Arc::new(MemoryCredentialStore::new()),
+                });
+        Self {
+            inner: Arc::new(Inner {
+                http: Arc::new(OAuthHttp::new(pooled)),
+                store,
+                authorizer: options.authorizer.clone(),
+                identity: options.identity.clone(),
+                client_name: client_name.to_owned(),
+                entries: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    fn entry(&self, authorization: &Authorization, url: &str) -> Arc<Entry> {
+        let key = EntryKey {
+            tenant: authorization.tenant.clone(),
+            url: url.to_owned(),
+            grant: authorization.grant.identity(),
+        };
+        let entry = Arc::clone(lock(&self.inner.entries).entry(key).or_insert_with(|| {
+            Arc::new(Entry::new(&authorization.tenant, url, &authorization.grant))
+        }));
+        entry.update_grant(&authorization.grant);
+        entry
+    }
+
+    fn ctx<'a>(&'a self, authorizer: Option<&'a Arc<dyn Authorizer>>) -> Ctx<'a> {
+        Ctx {
+            http: &self.inner.http,
+            store: &self.inner.store,
+            authorizer: authorizer.or(self.inner.authorizer.as_ref()),
+            identity: self.inner.identity.as_ref(),
+            client_name: &self.inner.client_name,
+        }
+    }
+
+    /// Runs an operation (a call, a discovery) with the tenant's token: `attempt` sends
+    /// it with the credentials given (none, when no token is known yet); when the server
+    /// refuses it for want of authorization, a token is obtained and it runs again, at
+    /// most [`MAX_AUTHORIZATIONS`] times. Only refusals (401, 403 with a challenge) are
+    /// retried: those are `not_sent`.
+    pub(crate) async fn run<T, F, Fut>(&self, run: Run<'_>, mut attempt: F) -> Result<T, CallError>
+    where
+        F: FnMut(Option<Credentials>) -> Fut,
+        Fut: Future<Output = Result<T, CallError>>,
+    {
+        let entry = self.entry(run.authorization, run.url);
+        let ctx = self.ctx(run.authorizer.as_ref());
+        let mut token = if run.login {
+            None
+        } else {
+            match entry.fresh() {
+                // The per-call path: the cached token, no lock held, no store read.
+                Some(token) => Some(token),
+                None => bounded(&run, entry.current(&ctx)).await?,
+            }
+        };
+        let mut authorizations = 0;
+        loop {
+            let error = match attempt(token.clone().map(Credentials)).await {
+                Ok(value) => return Ok(value),
+                Err(error) => error,
+            };
+            let Some(challenge) = error.challenge().cloned() else {
+                return Err(error);
+            };
+            let (scopes, insufficient_scope) = challenged(&challenge, run.url);
+            if challenge.status == 403 && !insufficient_scope {
+                return Err(error);
+            }
+            if authorizations == MAX_AUTHORIZATIONS {
+                return Err(exhausted(
+                    &run.authorization.grant,
+                    challenge.status,
+                    &scopes,
+                ));
+            }
+            authorizations += 1;
+            let login = run.login && authorizations == 1;
+            token =
+                Some(bounded(&run, entry.react(&ctx, &challenge, token.as_ref(), login)).await?);
+        }
+    }
+
+    /// Removes a tenant's grant for a server: its stored delegated grants (under every
+    /// issuer, or the pinned one) and every token in memory. Returns how many stored
+    /// grants were removed.
+    pub(crate) async fn forget(
+        &self,
+        authorization: &Authorization,
+        url: &str,
+    ) -> Result<usize, CallError> {
+        lock(&self.inner.entries)
+            .retain(|key, _| !(key.tenant == authorization.tenant && key.url == url));
+        if !matches!(authorization.grant, Grant::AuthorizationCode(_)) {
+            return Ok(0);
+        }
+        let keys = self.stored_keys(authorization, url).await?;
+        for key in &keys {
+            self.inner
+                .store
+                .remove(key)
+                .await
+                .map_err(|_| errors::failed("the credential store failed"))?;
+        }
+        Ok(keys.len())
+    }
+
+    /// Whether the tenant has a usable grant for a server (reads the store; no network).
+    pub(crate) async fn status(
+        &self,
+        authorization: &Authorization,
+        url: &str,
+    ) -> Result<GrantStatus, CallError> {
+        if !matches!(authorization.grant, Grant::AuthorizationCode(_)) {
+            return Ok(GrantStatus::AtCallTime);
+        }
+        let mut best: Option<StoredGrantSummary> = None;
+        for key in self.stored_keys(authorization, url).await? {
+            let grant = self
+                .inner
+                .store
+                .load(&key)
+                .await
+                .map_err(|_| errors::failed("the credential store failed"))?;
+            if let Some(grant) = grant {
+                let summary = StoredGrantSummary::of(key, &grant);
+                if best
+                    .as_ref()
+                    .is_none_or(|best| summary.usable && !best.usable)
+                {
+                    best = Some(summary);
+                }
+            }
+        }
+        Ok(best.map_or(GrantStatus::Missing, GrantStatus::Stored))
+    }
+
+    async fn stored_keys(
+        &self,
+        authorization: &Authorization,
+        url: &str,
+    ) -> Result<Vec<GrantKey>, CallError> {
+        match authorization.grant.issuer() {
+            Some(issuer) => Ok(vec![GrantKey::new(&authorization.tenant, url, issuer)]),
+            None => self
+                .inner
+                .store
+                .keys(&authorization.tenant, url)
+                .await
+                .map_err(|_| errors::failed("the credential store failed")),
+        }
+    }
+}
+
+/// Waits for an authorization step within the operation's deadline and cancellation.
+async fn bounded<T>(
+    run: &Run<'_>,
+    step: impl Future<Output = Result<T, CallError>>,
+) -> Result<T, CallError> {
+    tokio::select! {
+        outcome = step => outcome,
+        () = tokio::time::sleep_until(run.deadline) => {
+            Err(CallError::new(ErrorKind::Timeout, Delivery::NotSent, "timed out while obtaining an access token"))
+        }
+        () = run.cancel.cancelled() => {
+            Err(CallError::new(ErrorKind::Cancelled, Delivery::NotSent, "was cancelled"))
+        }
+    }
+}
+
+/// The error once an operation used up its authorizations.
+fn exhausted(grant: &Grant, status: u16, scopes: &[String]) -> CallError {
+    match (status, grant) {
+        (403, Grant::AuthorizationCode(_)) => errors::required(format!(
+            "the server still needs more scope ({}) than the tenant granted",
+            crate::secret::one_line(&scopes.join(" "), 200)
+        )),
+        (403, _) => errors::failed(format!(
+            "the server still needs more scope ({}) after {MAX_AUTHORIZATIONS} authorizations",
+            crate::secret::one_line(&scopes.join(" "), 200)
+        )),
+        _ => errors::failed(format!(
+            "the server refused the access token after {MAX_AUTHORIZATIONS} authorizations"
+        )),
+    }
+}

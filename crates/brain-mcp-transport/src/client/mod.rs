@@ -1,0 +1,718 @@
+//! The process-wide client: options, the shared state its contexts use, the cache of what
+//! servers speak, and the entry points (`call`, `discover`, `stats`, `shutdown`). It
+//! decides which context a call gets; the contexts do the rest.
+
+mod cache;
+mod grants;
+mod pool;
+
+use std::{
+    sync::{
+        Arc, Weak,
+        atomic::{AtomicBool, AtomicUsize, Ordering},
+    },
+    time::Duration,
+};
+
+use rmcp::model::Implementation;
+use tokio::{sync::Notify, time::Instant};
+use tokio_util::{sync::CancellationToken, task::TaskTracker};
+
+use self::{
+    cache::{Cache, Known, ModernSlot, ServerKey},
+    pool::{Pool, PoolKey, Warm, WarmSettings},
+};
+use crate::{
+    api::{
+        CallOutcome, CallRequest, DEFAULT_DISCOVERY_BYTES, Discovery, DiscoveryRequest, Era,
+        EraPreference, ServerRequestPolicy,
+    },
+    context::{
+        self, Opened, Purpose, Shared, legacy,
+        modern::{self, ModernClient, OpenError},
+        stdio::{self, Opening},
+    },
+    endpoint::{Endpoint, HttpEndpoint, StdioEndpoint},
+    error::{CallError, Delivery, ErrorKind},
+    protocol::{handler::Handler, list::list_tools},
+    wire::http::{Clients, fresh_client, pooled_client},
+};
+
+/// Room over a call's budget for the JSON-RPC envelope of a stdio answer.
+const LINE_HEADROOM: usize = 64 * 1024;
+
+/// Options of an [`McpClient`]: `ClientOptions::default()`, then the setters.
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    era: EraPreference,
+    discovery_ttl: Duration,
+    discovery_capacity: usize,
+    client_name: String,
+    client_version: String,
+    server_requests: ServerRequestPolicy,
+    standalone_stream: bool,
+    close_timeout: Duration,
+    stdio_grace: Duration,
+    sse_reconnects: usize,
+    max_response_bytes: usize,
+    tcp_nodelay: bool,
+    warm: WarmSettings,
+    /// OAuth: the credential store, the authorizer, the identity-token provider.
+    auth: crate::auth::AuthOptions,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        Self {
+            era: EraPreference::Auto,
+            discovery_ttl: Duration::from_secs(300),
+            discovery_capacity: 1024,
+            client_name: "brain-mcp-tools".to_owned(),
+            client_version: env!("CARGO_PKG_VERSION").to_owned(),
+            server_requests: ServerRequestPolicy::Reject,
+            standalone_stream: false,
+            close_timeout: Duration::from_secs(5),
+            stdio_grace: Duration::from_secs(2),
+            sse_reconnects: 3,
+            max_response_bytes: 16 * 1024 * 1024,
+            tcp_nodelay: true,
+            warm: WarmSettings {
+                enabled: true,
+                per_server: 2,
+                total: 64,
+                idle: Duration::from_secs(30),
+            },
+            auth: crate::auth::AuthOptions::default(),
+        }
+    }
+}
+
+impl ClientOptions {
+    /// Which era to speak to HTTP servers (default: automatic).
+    pub fn era(mut self, era: EraPreference) -> Self {
+        self.era = era;
+        self
+    }
+
+    /// How long what a server supports is remembered, and a 2026-07-28 client kept
+    /// (default 5 min). A client whose connection died is replaced at once, whatever its
+    /// age. The `ttlMs` of a `server/discover` answer is not used: servers send 0 ("do
+    /// not cache this answer"), which would cost a probe per call for what rarely changes.
+    pub fn discovery_ttl(mut self, ttl: Duration) -> Self {
+        self.discovery_ttl = ttl;
+        self
+    }
+
+    /// How many servers are remembered (default 1024); the least recently used is
+    /// forgotten first.
+    pub fn discovery_capacity(mut self, servers: usize) -> Self {
+        self.discovery_capacity = servers;
+        self
+    }
+
+    /// The `clientInfo` sent to servers (default `brain-mcp-tools` and this version).
+    pub fn client_info(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
+        self.client_name = name.into();
+        self.client_version = version.into();
+        self
+    }
+
+    /// How server-to-client requests are answered (default: refused).
+    pub fn server_requests(mut self, policy: ServerRequestPolicy) -> Self {
+        self.server_requests = policy;
+        self
+    }
+
+    /// Opens the standalone GET stream of legacy sessions (default off: a one-call
+    /// session has no use for it; the conformance client turns it on).
+    pub fn standalone_stream(mut self, open: bool) -> Self {
+        self.standalone_stream = open;
+        self
+    }
+
+    /// Bound on closing a context after its call: the cancel notice and `DELETE`
+    /// (default 5 s).
+    pub fn close_timeout(mut self, bound: Duration) -> Self {
+        self.close_timeout = bound;
+        self
+    }
+
+    /// How long a stdio server gets to exit after its stdin closes before its process
+    /// group is killed (default 2 s).
+    pub fn stdio_grace(mut self, grace: Duration) -> Self {
+        self.stdio_grace = grace;
+        self
+    }
+
+    /// Bound on resuming a response stream the server closed (default 3).
+    pub fn sse_reconnects(mut self, times: usize) -> Self {
+        self.sse_reconnects = times;
+        self
+    }
+
+    /// Bound on a response that is not a call's (a handshake, one discovery page) and on
+    /// one SSE event (default 16 MiB).
+    pub fn max_response_bytes(mut self, bytes: usize) -> Self {
+        self.max_response_bytes = bytes;
+        self
+    }
+
+    /// `TCP_NODELAY` on pooled connections (default on).
+    pub fn tcp_nodelay(mut self, on: bool) -> Self {
+        self.tcp_nodelay = on;
+        self
+    }
+
+    /// Warm contexts (default on): legacy sessions and stdio processes opened before a
+    /// call needs one, each serving exactly one call (see docs/architecture). Off: every
+    /// call opens its own, cold.
+    pub fn warm_contexts(mut self, on: bool) -> Self {
+        self.warm.enabled = on;
+        self
+    }
+
+    /// Warm contexts kept for one server, at most (default 2).
+    pub fn warm_per_server(mut self, contexts: usize) -> Self {
+        self.warm.per_server = contexts;
+        self
+    }
+
+    /// Warm contexts kept in all, at most (default 64).
+    pub fn warm_total(mut self, contexts: usize) -> Self {
+        self.warm.total = contexts;
+        self
+    }
+
+    /// How long a warm context waits for a call before it is closed (default 30 s);
+    /// a server whose calls come further apart than this keeps nothing warm.
+    pub fn warm_idle(mut self, idle: Duration) -> Self {
+        self.warm.idle = idle;
+        self
+    }
+}
+
+/// Live resources of a client, for leak accounting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct ClientStats {
+    /// Calls running now.
+    pub calls_in_flight: usize,
+    /// Background tasks (session closes, stdio reapers and drains) not finished yet.
+    pub background_tasks: usize,
+    /// stdio child processes not reaped yet.
+    pub child_processes: usize,
+    /// Long-lived 2026-07-28 clients held.
+    pub modern_clients: usize,
+    /// Servers remembered.
+    pub known_servers: usize,
+    /// Warm contexts waiting for a call.
+    pub warm_contexts: usize,
+    /// Calls served by a warm context so far.
+    pub warm_served: usize,
+    /// Requests sent a second time on a fresh connection because the first attempt
+    /// failed before it could reach the server (a `tools/call` only when it provably
+    /// never left).
+    pub resends: usize,
+}
+
+/// A client that could not be built.
+#[derive(Debug, thiserror::Error)]
+#[error("the MCP client could not be built: {0}")]
+pub struct ClientBuildError(String);
+
+/// The process-wide MCP client. Cheap to clone; clones share everything.
+#[derive(Debug, Clone)]
+pub struct McpClient {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    options: ClientOptions,
+    shared: Shared,
+    cache: Cache,
+    pool: Pool,
+    /// Whether the task that closes idle warm contexts runs.
+    sweeping: AtomicBool,
+    /// Wakes the sweeper (shutdown).
+    sweep_now: Arc<Notify>,
+    warm_served: AtomicUsize,
+    calls_in_flight: AtomicUsize,
+    /// Tenants' OAuth grants and their tokens.
+    auth: crate::auth::Auth,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.shared.shutdown.cancel();
+    }
+}
+
+/// Counts a call in flight for as long as it lives.
+struct InFlight<'a>(&'a AtomicUsize);
+
+impl<'a> InFlight<'a> {
+    fn new(counter: &'a AtomicUsize) -> Self {
+        counter.fetch_add(1, Ordering::Relaxed);
+        Self(counter)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl McpClient {
+    /// A client with its own connection pool. Needs no runtime to be built (calls do).
+    /// It changes no process-wide state: TLS uses rustls with the `ring` provider,
+    /// configured for this client only.
+    pub fn new(options: ClientOptions) -> Result<Self, ClientBuildError> {
+        let http = Clients {
+            pooled: pooled_client(options.tcp_nodelay).map_err(ClientBuildError)?,
+            fresh: fresh_client(options.tcp_nodelay).map_err(ClientBuildError)?,
+            resends: Arc::default(),
+        };
+        let handler = Handler::new(
+            Implementation::new(options.client_name.clone(), options.client_version.clone()),
+            options.server_requests,
+        );
+        let shared = Shared {
+            http,
+            handler,
+            tasks: TaskTracker::new(),
+            shutdown: CancellationToken::new(),
+            children: Arc::new(AtomicUsize::new(0)),
+            standalone_stream: options.standalone_stream,
+            close_timeout: options.close_timeout,
+            stdio_grace: options.stdio_grace,
+            sse_reconnects: options.sse_reconnects,
+            max_response_bytes: options.max_response_bytes,
+        };
+        Ok(Self {
+            inner: Arc::new(Inner {
+                cache: Cache::new(options.discovery_ttl, options.discovery_capacity),
+                pool: Pool::new(options.warm),
+                sweeping: AtomicBool::new(false),
+                sweep_now: Arc::new(Notify::new()),
+                warm_served: AtomicUsize::new(0),
+                auth: crate::auth::Auth::new(
+                    &options.auth,
+                    shared.http.pooled.clone(),
+                    &options.client_name,
+                ),
+                options,
+                shared,
+                calls_in_flight: AtomicUsize::new(0),
+            }),
+        })
+    }
+
+    /// The options this client was built with.
+    pub fn options(&self) -> &ClientOptions {
+        &self.inner.options
+    }
+
+    /// Runs one `tools/call`: opens an MCP context, sends the call once, streams its
+    /// progress, and returns its result; the context is closed afterwards (in the
+    /// background, so the result is not held back).
+    pub async fn call(&self, request: CallRequest) -> Result<CallOutcome, CallError> {
+        if request.authorization.is_some() {
+            return grants::call(self, request).await;
+        }
+        let _in_flight = InFlight::new(&self.inner.calls_in_flight);
+        let key = self.pool_key(&request)?;
+        let outcome = self.call_on_a_context(&request, key.as_ref()).await;
+        // One more warm context, once this call is over (so that starting it does not
+        // compete with the call), when the server's calls come often enough.
+        if let Some(key) = key
+            && self.inner.pool.note_call(&key)
+        {
+            self.refill(key, request.endpoint.clone());
+        }
+        outcome
+    }
+
+    /// The call on a warm context when one is ready, else on a fresh one.
+    async fn call_on_a_context(
+        &self,
+        request: &CallRequest,
+        key: Option<&PoolKey>,
+    ) -> Result<CallOutcome, CallError> {
+        let shared = &self.inner.shared;
+        if let Some(warm) = key.and_then(|key| self.take_warm(key, request)) {
+            match context::call(shared, warm, request).await {
+                // A warm context the server no longer knows (an expired session, a
+                // process that died): the call was provably not run, so it moves to a
+                // fresh context, once.
+                Err(error) if error.delivery() == Delivery::NotSent && retry_cold(&error) => {}
+                outcome => return outcome,
+            }
+        }
+        let purpose = Purpose::Call {
+            budget: request.max_output_bytes,
+        };
+        let opened = self
+            .open(
+                &request.endpoint,
+                request.deadline,
+                &request.cancel,
+                purpose,
+            )
+            .await?;
+        context::call(shared, opened, request).await
+    }
+
+    /// Which pool serves the call, if any: stdio commands, and HTTP servers known to
+    /// speak the legacy era (only those have sessions to keep warm).
+    fn pool_key(&self, request: &CallRequest) -> Result<Option<PoolKey>, CallError> {
+        let inner = &self.inner;
+        if !inner.pool.enabled() {
+            return Ok(None);
+        }
+        Ok(match &request.endpoint {
+            Endpoint::Stdio(stdio) => Some(PoolKey::Stdio(stdio.clone())),
+            Endpoint::Http(http) => {
+                http.check()?;
+                let key = ServerKey::of(http);
+                let legacy = match inner.options.era {
+                    EraPreference::Legacy => true,
+                    EraPreference::Modern => false,
+                    _ => matches!(inner.cache.lookup(&key), Some(Known::Legacy)),
+                };
+                legacy.then_some(PoolKey::Http(key))
+            }
+        })
+    }
+
+    /// A warm context for the call, if the server has one ready.
+    fn take_warm(&self, key: &PoolKey, request: &CallRequest) -> Option<Opened> {
+        let inner = &self.inner;
+        let mut stale = Vec::new();
+        let warm = inner.pool.take(key, &mut stale);
+        for context in stale {
+            self.close_warm(context);
+        }
+        let warm = warm?;
+        inner.warm_served.fetch_add(1, Ordering::Relaxed);
+        Some(match warm {
+            Warm::Legacy(session) => Opened::Legacy(session),
+            Warm::Stdio(session) => {
+                session.set_line_limit(request.max_output_bytes.saturating_add(LINE_HEADROOM));
+                Opened::Stdio(session)
+            }
+        })
+    }
+
+    /// Opens one warm context for the pool, in the background (bounded by the close
+    /// timeout, and by the client's shutdown).
+    fn refill(&self, key: PoolKey, endpoint: Endpoint) {
+        let client = self.clone();
+        self.inner.shared.spawn_background(async move {
+            let inner = &client.inner;
+            let shared = &inner.shared;
+            let deadline = Instant::now() + shared.close_timeout.max(Duration::from_secs(10));
+            let cancel = shared.shutdown.child_token();
+            let budget = DEFAULT_DISCOVERY_BYTES;
+            let opened = match &endpoint {
+                Endpoint::Stdio(stdio) => client
+                    .open_stdio(stdio, deadline, &cancel, shared.max_response_bytes, budget)
+                    .await
+                    .map(Warm::Stdio),
+                Endpoint::Http(http) => legacy::open(shared, http, deadline, &cancel, budget)
+                    .await
+                    .map(Warm::Legacy),
+            };
+            match opened {
+                Ok(warm) => match inner.pool.put(&key, warm) {
+                    Some(unwanted) => client.close_warm(unwanted),
+                    None => client.sweep_in_background(),
+                },
+                Err(_) => inner.pool.opened(&key),
+            }
+        });
+    }
+
+    fn close_warm(&self, warm: Warm) {
+        match warm {
+            Warm::Legacy(session) => session.finish(None),
+            Warm::Stdio(session) => session.finish(&self.inner.shared, None),
+        }
+    }
+
+    /// Closes warm contexts idle past the bound, while any are kept; the task holds no
+    /// strong reference to the client, so a dropped client ends it.
+    fn sweep_in_background(&self) {
+        if self.inner.sweeping.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let weak: Weak<Inner> = Arc::downgrade(&self.inner);
+        let every = self.inner.pool.sweep_every();
+        let shutdown = self.inner.shared.shutdown.clone();
+        let wake = Arc::clone(&self.inner.sweep_now);
+        self.inner.shared.spawn_background(async move {
+            loop {
+                // Between sweeps the task holds only a weak reference: a dropped client
+                // ends it (and its shutdown token closes what was warm).
+                tokio::select! {
+                    () = tokio::time::sleep(every) => {}
+                    () = wake.notified() => {}
+                    () = shutdown.cancelled() => return,
+                }
+                let Some(inner) = weak.upgrade() else { return };
+                let client = McpClient { inner };
+                for stale in client.inner.pool.sweep() {
+                    client.close_warm(stale);
+                }
+                if !client.inner.pool.is_active() {
+                    client.inner.sweeping.store(false, Ordering::Release);
+                    // A context added meanwhile restarts the sweeper.
+                    if !client.inner.pool.is_active()
+                        || client.inner.sweeping.swap(true, Ordering::AcqRel)
+                    {
+                        return;
+                    }
+                }
+            }
+        });
+    }
+
+    /// Lists every tool of a server. Fails on more than `max_pages` pages, on the
+    /// deadline, and as a call would on connection, HTTP, auth and protocol failures.
+    pub async fn discover(&self, request: DiscoveryRequest) -> Result<Discovery, CallError> {
+        if request.authorization.is_some() {
+            return grants::discover(self, request, None).await;
+        }
+        let opened = self
+            .open(
+                &request.endpoint,
+                request.deadline,
+                &request.cancel,
+                Purpose::Discovery {
+                    budget: request.max_bytes,
+                },
+            )
+            .await?;
+        let era = opened.era();
+        let listed = list_tools(
+            opened.peer(),
+            &request,
+            || opened.failure(),
+            opened.over_budget(),
+        )
+        .await;
+        opened.finish(&self.inner.shared, None);
+        listed.map(|(tools, pages)| Discovery { tools, pages, era })
+    }
+
+    /// Opens an MCP context on the endpoint, in the era the options and the server allow.
+    async fn open(
+        &self,
+        endpoint: &Endpoint,
+        deadline: Instant,
+        cancel: &CancellationToken,
+        purpose: Purpose,
+    ) -> Result<Opened, CallError> {
+        let shared = &self.inner.shared;
+        let http = match endpoint {
+            Endpoint::Stdio(stdio) => {
+                // A stdio message is one line: bound it by the call's budget (and some room
+                // for the envelope), so an oversized answer ends as output_too_large.
+                let line_limit = match purpose {
+                    Purpose::Call { budget } => budget.saturating_add(LINE_HEADROOM),
+                    Purpose::Discovery { .. } => shared.max_response_bytes,
+                };
+                return self
+                    .open_stdio(
+                        stdio,
+                        deadline,
+                        cancel,
+                        line_limit,
+                        purpose.non_call_budget(),
+                    )
+                    .await
+                    .map(Opened::Stdio);
+            }
+            Endpoint::Http(http) => http,
+        };
+        http.check()?;
+        let era = self.inner.options.era;
+        if era != EraPreference::Legacy {
+            let modern = match purpose {
+                Purpose::Call { .. } => self
+                    .modern_client(http, deadline, cancel)
+                    .await?
+                    .map(Opened::Shared),
+                Purpose::Discovery { budget } => self
+                    .fresh_modern_client(http, deadline, cancel, budget)
+                    .await?
+                    .map(Opened::Owned),
+            };
+            match modern {
+                Some(opened) => return Ok(opened),
+                None if era == EraPreference::Modern => return Err(modern::not_modern()),
+                None => {}
+            }
+        }
+        legacy::open(shared, http, deadline, cancel, purpose.non_call_budget())
+            .await
+            .map(Opened::Legacy)
+    }
+
+    /// A stdio server, started in the era the options say; in the automatic era, a
+    /// server that only speaks 2026-07-28 is started again in that era, and what each
+    /// command speaks is remembered.
+    async fn open_stdio(
+        &self,
+        endpoint: &StdioEndpoint,
+        deadline: Instant,
+        cancel: &CancellationToken,
+        line_limit: usize,
+        non_call_budget: usize,
+    ) -> Result<stdio::Session, CallError> {
+        let shared = &self.inner.shared;
+        let cache = &self.inner.cache;
+        let auto = self.inner.options.era == EraPreference::Auto;
+        let era = match self.inner.options.era {
+            EraPreference::Modern => Era::Modern,
+            EraPreference::Legacy => Era::Legacy,
+            EraPreference::Auto => cache.stdio_era(endpoint).unwrap_or(Era::Legacy),
+        };
+        let open = |era| {
+            stdio::open(
+                shared,
+                endpoint,
+                deadline,
+                cancel,
+                era,
+                line_limit,
+                non_call_budget,
+            )
+        };
+        let opened = match open(era).await {
+            Err(Opening::ModernOnly) if auto => open(Era::Modern).await,
+            other => other,
+        };
+        let session = opened.map_err(|opening| match opening {
+            Opening::Failed(error) => error,
+            Opening::ModernOnly => stdio::modern_only(),
+        })?;
+        if auto {
+            cache.remember_stdio_era(endpoint, session.era());
+        }
+        Ok(session)
+    }
+
+    /// The long-lived 2026-07-28 client for a server, or `None` if the server is legacy.
+    async fn modern_client(
+        &self,
+        endpoint: &HttpEndpoint,
+        deadline: Instant,
+        cancel: &CancellationToken,
+    ) -> Result<Option<Arc<ModernClient>>, CallError> {
+        let cache = &self.inner.cache;
+        let key = ServerKey::of(endpoint);
+        let slot = match cache.lookup(&key) {
+            Some(Known::Legacy) => return Ok(None),
+            Some(Known::Modern(slot)) => slot,
+            None => cache.remember(key.clone(), Known::Modern(Arc::default())),
+        };
+        match ModernSlot::get(&slot, &self.inner.shared, endpoint, deadline, cancel).await {
+            Ok(client) => Ok(Some(client)),
+            Err(OpenError::Legacy) => {
+                cache.remember(key, Known::Legacy);
+                Ok(None)
+            }
+            Err(OpenError::Failed(error)) => {
+                cache.forget(&key, &slot);
+                Err(error)
+            }
+        }
+    }
+
+    /// A fresh 2026-07-28 client for one use (discovery), or `None` if the server is
+    /// legacy. What the server supports is remembered as for calls.
+    async fn fresh_modern_client(
+        &self,
+        endpoint: &HttpEndpoint,
+        deadline: Instant,
+        cancel: &CancellationToken,
+        non_call_budget: usize,
+    ) -> Result<Option<Arc<ModernClient>>, CallError> {
+        let cache = &self.inner.cache;
+        let key = ServerKey::of(endpoint);
+        if let Some(Known::Legacy) = cache.lookup(&key) {
+            return Ok(None);
+        }
+        match ModernClient::open(
+            &self.inner.shared,
+            endpoint,
+            deadline,
+            cancel,
+            non_call_budget,
+        )
+        .await
+        {
+            Ok(client) => Ok(Some(client)),
+            Err(OpenError::Legacy) => {
+                cache.remember(key, Known::Legacy);
+                Ok(None)
+            }
+            Err(OpenError::Failed(error)) => Err(error),
+        }
+    }
+
+    /// Live resources, for leak accounting.
+    pub fn stats(&self) -> ClientStats {
+        let (known_servers, modern_clients) = self.inner.cache.counts();
+        let shared = &self.inner.shared;
+        ClientStats {
+            calls_in_flight: self.inner.calls_in_flight.load(Ordering::Relaxed),
+            background_tasks: shared.tasks.len(),
+            child_processes: shared.children.load(Ordering::Relaxed),
+            modern_clients,
+            known_servers,
+            warm_contexts: self.inner.pool.idle_count(),
+            warm_served: self.inner.warm_served.load(Ordering::Relaxed),
+            resends: shared.http.resends.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Waits (at most `grace`) for background closes to finish, then closes every
+    /// long-lived client. Calls made afterwards still work.
+    pub async fn shutdown(&self, grace: Duration) {
+        for warm in self.inner.pool.close() {
+            self.close_warm(warm);
+        }
+        self.inner.sweep_now.notify_one();
+        let tasks = &self.inner.shared.tasks;
+        let _ = tokio::time::timeout(grace, async {
+            tasks.close();
+            tasks.wait().await;
+        })
+        .await;
+        tasks.reopen();
+        self.inner.pool.reopen();
+        for slot in self.inner.cache.clear() {
+            slot.close(grace).await;
+        }
+    }
+
+    /// Forgets what is known about every server (the next call discovers again).
+    pub fn forget_servers(&self) {
+        self.inner.cache.clear();
+    }
+}
+
+/// Whether a call that failed `not_sent` on a warm context goes again on a fresh one:
+/// when the context was the trouble (the server forgot the session: 404; the process
+/// died or a connection failed), not when the call's own limits ended it, and not for a
+/// refused credential (401, 403: the authorization layer decides about those).
+fn retry_cold(error: &CallError) -> bool {
+    match error.kind() {
+        ErrorKind::HttpStatus => error.status() == Some(404),
+        ErrorKind::Connect | ErrorKind::Protocol => true,
+        _ => false,
+    }
+}

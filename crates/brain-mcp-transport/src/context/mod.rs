@@ -1,0 +1,280 @@
+//! MCP contexts, one kind per module: a legacy session (`legacy`), a 2026-07-28 client
+//! (`modern`), a stdio process (`stdio`); and the flow every call takes on one of them:
+//! send once, wait, classify, close.
+//!
+//! Contexts take the small [`Shared`] state of the client (the pool, the handler, the
+//! tracker of background tasks, settings), never the client itself: what to open, and
+//! the cache of what servers speak, are the client's business.
+
+pub(crate) mod legacy;
+pub(crate) mod modern;
+pub(crate) mod stdio;
+
+use std::{
+    sync::{Arc, atomic::AtomicUsize},
+    time::Duration,
+};
+
+use rmcp::{Peer, RoleClient, model::RequestId};
+use tokio::runtime::Handle;
+use tokio_util::{sync::CancellationToken, task::TaskTracker};
+
+use crate::{
+    api::{CallOutcome, CallRequest, DEFAULT_DISCOVERY_BYTES, Era},
+    call_state::{CallState, Registry},
+    error::{CallError, ErrorKind, classify::Failure},
+    protocol::{
+        drive::{Stop, cancel_reason, cancel_request, drive_call, stopped},
+        handler::Handler,
+    },
+    secret::Redactor,
+    wire::http::{BackendConfig, Clients, HttpBackend},
+};
+
+/// What every context of one client shares.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    /// The pooled HTTP client, the one for resends on a fresh connection, their count.
+    pub(crate) http: Clients,
+    /// Client info, capabilities and the answers to server requests.
+    pub(crate) handler: Handler,
+    /// Owns every background task (closes, reapers, drains); shutdown waits for it.
+    pub(crate) tasks: TaskTracker,
+    /// Cancelled when the client is dropped: ends every transport.
+    pub(crate) shutdown: CancellationToken,
+    /// stdio children not reaped yet.
+    pub(crate) children: Arc<AtomicUsize>,
+    /// Open the standalone GET stream of legacy sessions.
+    pub(crate) standalone_stream: bool,
+    /// Bound on closing a context after its call.
+    pub(crate) close_timeout: Duration,
+    /// How long a stdio server gets to exit after its stdin closes.
+    pub(crate) stdio_grace: Duration,
+    /// Bound on SSE reconnection attempts.
+    pub(crate) sse_reconnects: usize,
+    /// Bound on a response that is not a call's, and on one SSE event.
+    pub(crate) max_response_bytes: usize,
+}
+
+impl Shared {
+    /// An HTTP backend for one transport: its own registry of calls and a lifetime under
+    /// the client's.
+    pub(crate) fn backend(
+        &self,
+        registry: &Arc<Registry>,
+        lifetime: &CancellationToken,
+        standalone_stream: bool,
+        redactor: Redactor,
+        non_call_budget: usize,
+    ) -> HttpBackend {
+        HttpBackend::new(
+            self.http.clone(),
+            Arc::clone(registry),
+            lifetime.clone(),
+            BackendConfig {
+                standalone_stream,
+                max_response_bytes: self.max_response_bytes,
+                max_resumes: self.sse_reconnects,
+                initialize_grace: self.close_timeout,
+                redactor,
+                non_call_budget,
+            },
+        )
+    }
+
+    /// Runs a close in the background, on the tracker.
+    pub(crate) fn spawn_background(&self, task: impl Future<Output = ()> + Send + 'static) {
+        spawn_background(&self.tasks, task);
+    }
+}
+
+/// Runs a close in the background, on the tracker (which shutdown waits for). Outside a
+/// runtime (a call dropped as its runtime ends) there is nothing left to run it.
+pub(crate) fn spawn_background(
+    tasks: &TaskTracker,
+    task: impl Future<Output = ()> + Send + 'static,
+) {
+    if let Ok(runtime) = Handle::try_current() {
+        tasks.spawn_on(task, &runtime);
+    }
+}
+
+/// What a context is for: a call may share a long-lived 2026-07-28 client; discovery
+/// gets a fresh one, so what it reports is what the server says now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Purpose {
+    /// A call, with its byte budget.
+    Call { budget: usize },
+    /// A discovery, with the byte budget of its whole listing.
+    Discovery { budget: usize },
+}
+
+impl Purpose {
+    /// The bound on every byte the context receives outside calls: a discovery's own
+    /// budget, or the default discovery budget (a shared client's one listing, a
+    /// session's handshake).
+    pub(crate) fn non_call_budget(self) -> usize {
+        match self {
+            Purpose::Call { .. } => DEFAULT_DISCOVERY_BYTES,
+            Purpose::Discovery { budget } => budget,
+        }
+    }
+}
+
+/// An open MCP context.
+pub(crate) enum Opened {
+    Legacy(legacy::Session),
+    /// The long-lived client of a server, shared by calls.
+    Shared(Arc<modern::ModernClient>),
+    /// A client of its own (discovery), closed after use.
+    Owned(Arc<modern::ModernClient>),
+    Stdio(stdio::Session),
+}
+
+impl Opened {
+    pub(crate) fn peer(&self) -> &Peer<RoleClient> {
+        match self {
+            Opened::Legacy(session) => session.peer(),
+            Opened::Shared(client) | Opened::Owned(client) => client.peer(),
+            Opened::Stdio(session) => session.peer(),
+        }
+    }
+
+    fn registry(&self) -> &Arc<Registry> {
+        match self {
+            Opened::Legacy(session) => session.registry(),
+            Opened::Shared(client) | Opened::Owned(client) => client.registry(),
+            Opened::Stdio(session) => session.registry(),
+        }
+    }
+
+    pub(crate) fn era(&self) -> Era {
+        match self {
+            Opened::Legacy(_) => Era::Legacy,
+            Opened::Shared(_) | Opened::Owned(_) => Era::Modern,
+            Opened::Stdio(session) => session.era(),
+        }
+    }
+
+    /// What the transport recorded about requests that were not a call's own.
+    pub(crate) fn failure(&self) -> Option<Failure> {
+        match self {
+            Opened::Legacy(session) => session.failure(),
+            Opened::Owned(client) => client.failure(),
+            Opened::Stdio(session) => session.failure(),
+            Opened::Shared(_) => None,
+        }
+    }
+
+    /// Resolves once the bytes the context received outside calls passed their budget (a
+    /// listing too large, say): every later answer is refused, and rmcp never answers a
+    /// request whose answer was refused. A stdio transport ends itself instead, which rmcp
+    /// does see.
+    pub(crate) async fn over_budget(&self) {
+        match self {
+            Opened::Legacy(session) => session.over_budget().await,
+            Opened::Owned(client) => client.over_budget().await,
+            Opened::Stdio(_) | Opened::Shared(_) => std::future::pending().await,
+        }
+    }
+
+    /// Closes the context (in the background where that takes round trips), after
+    /// telling the server about an abandoned request.
+    pub(crate) fn finish(self, shared: &Shared, abandoned: Option<(RequestId, &'static str)>) {
+        let owned = matches!(self, Opened::Owned(_));
+        match self {
+            Opened::Legacy(session) => session.finish(abandoned),
+            Opened::Stdio(session) => session.finish(shared, abandoned),
+            Opened::Shared(modern) | Opened::Owned(modern) => {
+                let bound = shared.close_timeout;
+                // In the background: the result is not held back.
+                shared.spawn_background(async move {
+                    // No round trip: rmcp closes the request's stream, this era's
+                    // cancellation.
+                    if let Some((id, reason)) = abandoned {
+                        cancel_request(modern.peer(), id, reason, bound).await;
+                    }
+                    if owned {
+                        modern.close(bound).await;
+                    }
+                });
+            }
+        }
+    }
+}
+
+/// One call on an open context: send once, stream progress, return; the context is
+/// closed after (also when the future is dropped).
+pub(crate) async fn call(
+    shared: &Shared,
+    opened: Opened,
+    request: &CallRequest,
+) -> Result<CallOutcome, CallError> {
+    let state = Arc::new(CallState::new(
+        &request.progress_token,
+        request.progress.clone(),
+        request.max_output_bytes,
+    ));
+    let mut finishing = Finishing {
+        shared,
+        opened: Some(opened),
+        state: Arc::clone(&state),
+    };
+    let opened = finishing.opened.as_mut().expect("open until finished");
+    if let (Opened::Shared(modern), true) = (&*opened, request.param_headers) {
+        modern.ensure_listed(request.deadline).await;
+    }
+    let registration = opened.registry().register(Arc::clone(&state));
+    let outcome = drive_call(
+        opened.peer(),
+        &shared.handler,
+        registration.key(),
+        &state,
+        request,
+    )
+    .await;
+    drop(registration);
+    let era = opened.era();
+    let (result, abandoned) = match outcome {
+        Ok(result) => (Ok(CallOutcome { result, era }), None),
+        Err(stop) => {
+            let mut error = stopped(&stop, &state, opened.failure(), &request.endpoint);
+            if let (Opened::Stdio(session), Stop::Failed(_)) = (&*opened, &stop)
+                && error.kind() == ErrorKind::Protocol
+            {
+                let detail = session.explain(&request.endpoint).await;
+                error = error.with_detail_suffix(&detail);
+            }
+            (Err(error), cancel_reason(&stop))
+        }
+    };
+    finishing.finish(abandoned);
+    result
+}
+
+/// Closes a call's context however the call ends: finished, or its future dropped (then
+/// the request still running is abandoned).
+struct Finishing<'a> {
+    shared: &'a Shared,
+    opened: Option<Opened>,
+    state: Arc<CallState>,
+}
+
+impl Finishing<'_> {
+    /// Closes the context; `reason` is why a request still running was abandoned. A
+    /// request never written needs no cancel notice (and now never will be written).
+    fn finish(&mut self, reason: Option<&'static str>) {
+        if let Some(opened) = self.opened.take() {
+            let abandoned = reason
+                .filter(|_| !self.state.abandon())
+                .and_then(|reason| self.state.request().map(|id| (id, reason)));
+            opened.finish(self.shared, abandoned);
+        }
+    }
+}
+
+impl Drop for Finishing<'_> {
+    fn drop(&mut self) {
+        self.finish(Some("the caller dropped the call"));
+    }
+}

@@ -1,0 +1,460 @@
+//! From what happened on the wire to the error a host acts on: one pure function.
+//!
+//! Two questions, answered separately:
+//! - **delivery** follows only from how far the call's own `tools/call` got on the wire
+//!   ([`Wire`]), and from an HTTP status that says the server refused the request before
+//!   running it. Never from what failed last: a resume request that cannot be built, a
+//!   reconnect that is refused or a stream that breaks after the call went out all leave
+//!   the call `unknown`.
+//! - **kind and detail** follow from the cause ([`Cause`]).
+
+use crate::{
+    api::{MAX_CONTENT_BLOCKS, MAX_LISTED_TOOLS},
+    endpoint::Endpoint,
+    error::{CallError, Challenge, Delivery, ErrorKind},
+};
+
+/// What the transport learned about a request, for classification.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Failure {
+    /// No connection could be made; the request was not written.
+    Connect,
+    /// The request could not be built from our own inputs; nothing was sent.
+    Build,
+    /// The server sent an SSE event id that is not a valid header value, so the stream
+    /// it belongs to cannot be resumed.
+    BadEventId,
+    /// The server answered with this HTTP status; `session` says whether the request
+    /// carried a session id; `challenge` is its authorization challenge (401, 403), when
+    /// the refused request was the one itself (never a resumed stream's GET).
+    Status {
+        status: u16,
+        session: bool,
+        challenge: Option<Challenge>,
+    },
+    /// The server refused to resume a call's response stream with this HTTP status: the
+    /// call itself went out before.
+    ResumeRefused { status: u16 },
+    /// The connection broke while the request or its response was in flight.
+    Broken,
+    /// The answer was not MCP (content type, JSON, id, ...): a fixed phrase.
+    Protocol(&'static str),
+    /// The server answered the call with more content blocks than a result may hold.
+    TooManyBlocks,
+    /// The server listed more tools than a discovery may hold.
+    TooManyTools,
+    /// What the server sent outside calls (a handshake, a listing) went past this bound.
+    OverBudget { budget: usize },
+}
+
+/// How far the call's own request got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wire {
+    /// Provably never written (not claimed for sending, or the connection failed before
+    /// a byte of it was written): the server cannot have it.
+    NotWritten,
+    /// Writing began: any byte of it may have reached the server.
+    MayHaveReached,
+}
+
+/// Why the call ended without a result: the most telling fact known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Cause<'a> {
+    /// The deadline passed.
+    Timeout,
+    /// The caller cancelled.
+    Cancelled,
+    /// The response went over the call's budget.
+    OverBudget { budget: usize },
+    /// What the transport recorded for the call's own request (its first round).
+    Transport(&'a Failure),
+    /// What the transport recorded for another request of the context (the handshake,
+    /// an answer rmcp sent, an earlier round's): it names the kind, never the delivery,
+    /// so a status that refused that request cannot make the call look unsent.
+    Elsewhere(&'a Failure),
+    /// The server answered the request with a JSON-RPC error.
+    JsonRpc { code: i32, message: &'a str },
+    /// The server asked for input this host does not give.
+    InputRefused { message: &'a str },
+    /// The server answered, with something that is not a tool result: what it was.
+    NotAResult(&'static str),
+    /// The transport closed and recorded nothing.
+    Closed,
+}
+
+/// The error for a call that ended without a result.
+pub(crate) fn classify(wire: Wire, cause: &Cause<'_>, endpoint: &Endpoint) -> CallError {
+    let delivery = delivery(wire, cause);
+    let written = wire == Wire::MayHaveReached;
+    let (kind, detail) = match cause {
+        Cause::Timeout => (ErrorKind::Timeout, "timed out".to_owned()),
+        Cause::Cancelled => (ErrorKind::Cancelled, "was cancelled".to_owned()),
+        Cause::OverBudget { budget } => (
+            ErrorKind::OutputTooLarge,
+            format!("the output exceeded {budget} bytes"),
+        ),
+        Cause::JsonRpc { code, message } => (
+            ErrorKind::Protocol,
+            format!(
+                "the server returned JSON-RPC error {code}: {}",
+                endpoint.quote(message, 200)
+            ),
+        ),
+        Cause::InputRefused { message } => (
+            ErrorKind::Protocol,
+            format!(
+                "the server asked for input this host does not give ({})",
+                endpoint.quote(message, 120)
+            ),
+        ),
+        Cause::NotAResult(what) => (
+            ErrorKind::Protocol,
+            format!("the server answered with {what}"),
+        ),
+        Cause::Closed if written => (
+            ErrorKind::Protocol,
+            "the connection closed before the result".to_owned(),
+        ),
+        Cause::Closed => (
+            ErrorKind::Connect,
+            format!("could not reach {}", endpoint.describe()),
+        ),
+        Cause::Transport(failure) | Cause::Elsewhere(failure) => match failure {
+            // The call went out; reconnecting (to resume its stream) failed.
+            Failure::Connect if written => (
+                ErrorKind::Protocol,
+                format!(
+                    "the connection to {} was lost before the result",
+                    endpoint.describe()
+                ),
+            ),
+            Failure::Connect => (
+                ErrorKind::Connect,
+                format!("could not connect to {}", endpoint.describe()),
+            ),
+            Failure::Build => (
+                ErrorKind::Protocol,
+                format!("a request to {} could not be built", endpoint.describe()),
+            ),
+            Failure::BadEventId => (
+                ErrorKind::Protocol,
+                "the server sent an SSE event id that is not a valid header value, so its \
+                 stream could not be resumed"
+                    .to_owned(),
+            ),
+            Failure::Status {
+                status, challenge, ..
+            } => {
+                return CallError::http_status(*status, delivery).with_challenge(challenge.clone());
+            }
+            Failure::ResumeRefused { status } => (
+                ErrorKind::HttpStatus,
+                format!("the server answered HTTP {status} when the call's stream was resumed"),
+            ),
+            Failure::Broken if written => (
+                ErrorKind::Protocol,
+                "the connection broke before the result".to_owned(),
+            ),
+            // A connection that breaks before the call went out is one that could not be
+            // used: the server was not reached.
+            Failure::Broken => (
+                ErrorKind::Connect,
+                format!(
+                    "the connection to {} closed before the call was sent",
+                    endpoint.describe()
+                ),
+            ),
+            Failure::Protocol(what) => (
+                ErrorKind::Protocol,
+                format!("the server answered with {what}"),
+            ),
+            Failure::TooManyBlocks => (
+                ErrorKind::OutputTooLarge,
+                format!("the result had more than {MAX_CONTENT_BLOCKS} content blocks"),
+            ),
+            Failure::TooManyTools => (
+                ErrorKind::Protocol,
+                format!("the server listed more than {MAX_LISTED_TOOLS} tools"),
+            ),
+            Failure::OverBudget { budget } => (
+                ErrorKind::OutputTooLarge,
+                format!("the server's answers outside calls exceeded {budget} bytes"),
+            ),
+        },
+    };
+    CallError::new(kind, delivery, detail)
+}
+
+/// Whether the server may have run the tool: `not_sent` only when the request provably
+/// never left, or the server refused it before running it (401 and 403 reject the
+/// credentials; 404 on a request that carried a session id says the session is gone).
+fn delivery(wire: Wire, cause: &Cause<'_>) -> Delivery {
+    match (wire, cause) {
+        (Wire::NotWritten, _) => Delivery::NotSent,
+        // The whole answer came: the tool ran; it is the result that was refused.
+        (Wire::MayHaveReached, Cause::Transport(Failure::TooManyBlocks) | Cause::NotAResult(_)) => {
+            Delivery::Delivered
+        }
+        (
+            Wire::MayHaveReached,
+            Cause::Transport(Failure::Status {
+                status: 401 | 403, ..
+            }),
+        ) => Delivery::NotSent,
+        (
+            Wire::MayHaveReached,
+            Cause::Transport(Failure::Status {
+                status: 404,
+                session: true,
+                ..
+            }),
+        ) => Delivery::NotSent,
+        (Wire::MayHaveReached, _) => Delivery::Unknown,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::secret::Secret;
+
+    const TOKEN: &str = "tok-classify-0123456789";
+
+    fn endpoint() -> Endpoint {
+        Endpoint::http("http://127.0.0.1:9/mcp", Some(Secret::new(TOKEN)))
+    }
+
+    /// (wire, cause) -> (kind, delivery, a phrase the detail contains).
+    fn check(wire: Wire, cause: Cause<'_>, kind: ErrorKind, delivery: Delivery, phrase: &str) {
+        let error = classify(wire, &cause, &endpoint());
+        assert_eq!(
+            (error.kind(), error.delivery()),
+            (kind, delivery),
+            "{wire:?} {cause:?}: {error}"
+        );
+        assert!(
+            error.detail().contains(phrase),
+            "{wire:?} {cause:?}: {:?} lacks {phrase:?}",
+            error.detail()
+        );
+        assert!(!error.detail().contains(TOKEN), "{}", error.detail());
+    }
+
+    use Delivery::{NotSent, Unknown};
+    use ErrorKind::{Cancelled, Connect, HttpStatus, OutputTooLarge, Protocol, Timeout};
+    use Wire::{MayHaveReached as Sent, NotWritten as Unsent};
+
+    fn transport(failure: &Failure) -> Cause<'_> {
+        Cause::Transport(failure)
+    }
+
+    #[test]
+    fn delivery_follows_the_wire_not_the_last_failure() {
+        // The call went out; what failed afterwards cannot make it unsent.
+        for failure in [
+            Failure::Connect,
+            Failure::Build,
+            Failure::BadEventId,
+            Failure::Broken,
+            Failure::Protocol("a malformed JSON body"),
+            Failure::Status {
+                status: 500,
+                session: true,
+                challenge: None,
+            },
+            Failure::Status {
+                status: 404,
+                session: false,
+                challenge: None,
+            },
+            Failure::ResumeRefused { status: 401 },
+        ] {
+            let error = classify(Sent, &transport(&failure), &endpoint());
+            assert_eq!(error.delivery(), Unknown, "{failure:?}");
+        }
+        for cause in [
+            Cause::Timeout,
+            Cause::Cancelled,
+            Cause::OverBudget { budget: 10 },
+            Cause::Closed,
+            Cause::JsonRpc {
+                code: -32603,
+                message: "boom",
+            },
+            Cause::InputRefused { message: "no" },
+        ] {
+            assert_eq!(
+                classify(Sent, &cause, &endpoint()).delivery(),
+                Unknown,
+                "{cause:?}"
+            );
+            assert_eq!(
+                classify(Unsent, &cause, &endpoint()).delivery(),
+                NotSent,
+                "{cause:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_status_that_refused_another_request_does_not_make_the_call_unsent() {
+        for status in [401, 403, 404] {
+            let refused = Failure::Status {
+                status,
+                session: true,
+                challenge: None,
+            };
+            let error = classify(Sent, &Cause::Elsewhere(&refused), &endpoint());
+            assert_eq!(
+                (error.kind(), error.delivery()),
+                (HttpStatus, Unknown),
+                "{status}"
+            );
+            let error = classify(Unsent, &Cause::Elsewhere(&refused), &endpoint());
+            assert_eq!(error.delivery(), NotSent, "{status}: the call never left");
+        }
+        let too_many = Failure::TooManyBlocks;
+        assert_eq!(
+            classify(Sent, &Cause::Elsewhere(&too_many), &endpoint()).delivery(),
+            Unknown
+        );
+    }
+
+    #[test]
+    fn kinds_and_details() {
+        let status = |status, session| Failure::Status {
+            status,
+            session,
+            challenge: None,
+        };
+        let rows: Vec<(Wire, Failure, ErrorKind, Delivery, &str)> = vec![
+            (
+                Unsent,
+                Failure::Connect,
+                Connect,
+                NotSent,
+                "could not connect",
+            ),
+            (Sent, Failure::Connect, Protocol, Unknown, "was lost"),
+            (Unsent, Failure::Broken, Connect, NotSent, "before the call"),
+            (Sent, Failure::Broken, Protocol, Unknown, "broke before"),
+            (Sent, Failure::BadEventId, Protocol, Unknown, "event id"),
+            (Unsent, Failure::BadEventId, Protocol, NotSent, "event id"),
+            (
+                Sent,
+                Failure::Build,
+                Protocol,
+                Unknown,
+                "could not be built",
+            ),
+            (Sent, status(401, true), HttpStatus, NotSent, "HTTP 401"),
+            (Sent, status(403, false), HttpStatus, NotSent, "HTTP 403"),
+            (
+                Sent,
+                status(404, true),
+                HttpStatus,
+                NotSent,
+                "session expired",
+            ),
+            (Sent, status(404, false), HttpStatus, Unknown, "HTTP 404"),
+            (Sent, status(429, true), HttpStatus, Unknown, "HTTP 429"),
+            (Sent, status(502, true), HttpStatus, Unknown, "server error"),
+            (
+                Sent,
+                Failure::TooManyBlocks,
+                OutputTooLarge,
+                Delivery::Delivered,
+                "more than 1024 content blocks",
+            ),
+            (
+                Sent,
+                Failure::TooManyTools,
+                Protocol,
+                Unknown,
+                "more than 10000 tools",
+            ),
+            (Unsent, status(500, false), HttpStatus, NotSent, "HTTP 500"),
+            (
+                Sent,
+                Failure::Protocol("an unexpected content type"),
+                Protocol,
+                Unknown,
+                "content type",
+            ),
+        ];
+        for (wire, failure, kind, delivery, phrase) in rows {
+            check(wire, transport(&failure), kind, delivery, phrase);
+        }
+        check(Sent, Cause::Timeout, Timeout, Unknown, "timed out");
+        check(Unsent, Cause::Cancelled, Cancelled, NotSent, "cancelled");
+        check(
+            Sent,
+            Cause::OverBudget { budget: 100 },
+            OutputTooLarge,
+            Unknown,
+            "100 bytes",
+        );
+        check(Sent, Cause::Closed, Protocol, Unknown, "closed before");
+        check(
+            Sent,
+            Cause::NotAResult("a task"),
+            Protocol,
+            Delivery::Delivered,
+            "answered with a task",
+        );
+        check(Unsent, Cause::Closed, Connect, NotSent, "could not reach");
+    }
+
+    #[test]
+    fn a_refusal_for_want_of_authorization_carries_its_challenge() {
+        let challenge = |status, header: Option<&str>| Challenge::of(status, header);
+        // 401 is a challenge with or without the header; 403 only with one.
+        assert!(challenge(401, None).is_some());
+        assert!(challenge(403, None).is_none());
+        assert!(challenge(403, Some("Bearer error=\"insufficient_scope\"")).is_some());
+        assert!(challenge(500, Some("Bearer")).is_none());
+        // An oversized header is dropped, the challenge kept.
+        let long = "x".repeat(crate::error::MAX_CHALLENGE_BYTES + 1);
+        assert_eq!(challenge(401, Some(&long)).unwrap().header, None);
+        let failure = Failure::Status {
+            status: 401,
+            session: false,
+            challenge: challenge(401, Some("Bearer resource_metadata=\"x\"")),
+        };
+        let error = classify(Sent, &transport(&failure), &endpoint());
+        assert_eq!(error.delivery(), NotSent);
+        assert_eq!(error.challenge().unwrap().status, 401);
+        // A resumed stream refused: the call went out before; no challenge, unknown.
+        let error = classify(
+            Sent,
+            &transport(&Failure::ResumeRefused { status: 401 }),
+            &endpoint(),
+        );
+        assert_eq!((error.delivery(), error.challenge()), (Unknown, None));
+        // A challenge on an error that may have run is never offered.
+        let error = CallError::http_status(401, Unknown).with_challenge(challenge(401, None));
+        assert!(error.challenge().is_none());
+    }
+
+    #[test]
+    fn server_text_is_quoted_without_secrets() {
+        let message = format!("bad token {TOKEN}");
+        check(
+            Sent,
+            Cause::JsonRpc {
+                code: -32000,
+                message: &message,
+            },
+            Protocol,
+            Unknown,
+            "JSON-RPC error -32000: bad token <redacted>",
+        );
+        check(
+            Sent,
+            Cause::InputRefused { message: &message },
+            Protocol,
+            Unknown,
+            "<redacted>",
+        );
+    }
+}

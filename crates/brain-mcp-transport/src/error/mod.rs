@@ -1,0 +1,156 @@
+//! Why a call failed, and whether the server may have run it.
+
+use std::{fmt, sync::Arc};
+
+use crate::endpoint::Unusable;
+
+pub(crate) mod classify;
+
+pub use brain_tools_events::{Delivery, ErrorKind};
+
+/// A call that did not produce a result.
+///
+/// The detail is built by this crate from fixed phrases, HTTP status codes and the
+/// server's JSON-RPC error message (truncated); it never holds the bearer token, the
+/// arguments, a URL path or query, or a response body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallError {
+    kind: ErrorKind,
+    delivery: Delivery,
+    status: Option<u16>,
+    detail: String,
+    /// The server refused the request for want of authorization (401, or 403 with a
+    /// challenge): what the authorization layer reacts to.
+    challenge: Option<Challenge>,
+}
+
+/// A server's refusal of a request for want of authorization: the status (401, or 403)
+/// and its `WWW-Authenticate` header, if it sent one (bounded; never shown in messages).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Challenge {
+    pub(crate) status: u16,
+    pub(crate) header: Option<Arc<str>>,
+}
+
+/// The longest `WWW-Authenticate` value kept: a real challenge is a few hundred bytes.
+pub(crate) const MAX_CHALLENGE_BYTES: usize = 8 * 1024;
+
+impl Challenge {
+    /// The challenge in a 401 or 403 answer, from its `WWW-Authenticate` header (a 403
+    /// without one is a plain refusal, not a challenge).
+    pub(crate) fn of(status: u16, header: Option<&str>) -> Option<Self> {
+        let header = header
+            .filter(|value| value.len() <= MAX_CHALLENGE_BYTES)
+            .map(Arc::from);
+        match status {
+            401 => Some(Self { status, header }),
+            403 if header.is_some() => Some(Self { status, header }),
+            _ => None,
+        }
+    }
+}
+
+impl CallError {
+    pub(crate) fn new(kind: ErrorKind, delivery: Delivery, detail: impl Into<String>) -> Self {
+        Self {
+            kind,
+            delivery,
+            status: None,
+            detail: detail.into(),
+            challenge: None,
+        }
+    }
+
+    pub(crate) fn http_status(status: u16, delivery: Delivery) -> Self {
+        Self {
+            kind: ErrorKind::HttpStatus,
+            delivery,
+            status: Some(status),
+            detail: format!("the server answered HTTP {status}{}", status_hint(status)),
+            challenge: None,
+        }
+    }
+
+    /// Attaches the server's authorization challenge.
+    pub(crate) fn with_challenge(mut self, challenge: Option<Challenge>) -> Self {
+        self.challenge = challenge;
+        self
+    }
+
+    /// The server's authorization challenge, when it refused the request for want of
+    /// authorization (the request was then not run: the error is `not_sent`).
+    pub(crate) fn challenge(&self) -> Option<&Challenge> {
+        self.challenge
+            .as_ref()
+            .filter(|_| self.delivery == Delivery::NotSent)
+    }
+
+    /// What went wrong.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// Whether the server may have run the tool.
+    pub fn delivery(&self) -> Delivery {
+        self.delivery
+    }
+
+    /// The HTTP status, for [`ErrorKind::HttpStatus`].
+    pub fn status(&self) -> Option<u16> {
+        self.status
+    }
+
+    /// A clause describing the failure, e.g. `the server answered HTTP 401 (unauthorized)`.
+    pub fn detail(&self) -> &str {
+        &self.detail
+    }
+
+    /// Adds what explains the failure (for example a stdio server's exit status).
+    pub(crate) fn with_detail_suffix(mut self, suffix: &str) -> Self {
+        self.detail.push_str(suffix);
+        self
+    }
+}
+
+fn status_hint(status: u16) -> &'static str {
+    match status {
+        401 => " (unauthorized: check the token)",
+        403 => " (forbidden)",
+        404 => " (not found, or the session expired)",
+        405 => " (method not allowed)",
+        406 => " (not acceptable)",
+        429 => " (too many requests)",
+        500..=599 => " (server error)",
+        _ => "",
+    }
+}
+
+impl fmt::Display for CallError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.detail)
+    }
+}
+
+impl std::error::Error for CallError {}
+
+impl From<Unusable> for CallError {
+    fn from(unusable: Unusable) -> Self {
+        let (kind, detail) = match unusable {
+            Unusable::Url => (
+                ErrorKind::Connect,
+                "the endpoint URL is not an absolute http or https URL",
+            ),
+            Unusable::UserInfo => (
+                ErrorKind::Connect,
+                "the endpoint URL holds user info (user:password@), which this client does not \
+                 send; use a bearer token instead",
+            ),
+            Unusable::Token => (
+                ErrorKind::MissingToken,
+                "the bearer token is not a valid HTTP header value (it is empty, or holds a \
+                 space, a newline or another control character)",
+            ),
+        };
+        CallError::new(kind, Delivery::NotSent, detail)
+    }
+}

@@ -1,0 +1,291 @@
+//! One call over an open MCP context: the loop that sends it (and any `input_required`
+//! rounds) and waits for the result while watching the deadline, the caller's
+//! cancellation and the budget; the cancel notice; the error for a stopped call.
+
+use std::time::Duration;
+
+use rmcp::{
+    Peer, RoleClient,
+    model::{
+        CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest,
+        ErrorData, InputResponses, RequestId, RequestMetaObject, ServerResult,
+    },
+    service::{PeerRequestOptions, ServiceError},
+};
+use serde_json::Value;
+use tokio::time::Instant;
+
+use crate::{
+    api::{CallRequest, JsonObject},
+    call_state::{CALL_MARKER, CallState},
+    endpoint::Endpoint,
+    error::{
+        CallError,
+        classify::{Cause, Failure, Wire, classify},
+    },
+    protocol::handler::Handler,
+};
+
+/// At most this many `input_required` rounds (2026-07-28) before the call fails.
+const MAX_INPUT_ROUNDS: usize = 8;
+
+/// Why waiting for a result stopped before one came.
+#[derive(Debug)]
+pub(crate) enum Stop {
+    /// The deadline passed.
+    Timeout,
+    /// The caller cancelled.
+    Cancelled,
+    /// The response went over budget.
+    Overflow,
+    /// rmcp gave up (transport error, JSON-RPC error, ...).
+    Failed(ServiceError),
+    /// The server asked for input this client does not give.
+    InputRefused(ErrorData),
+    /// The server answered with something that is not a tool result: what it was.
+    NotAResult(&'static str),
+}
+
+const NOT_AN_OBJECT: &str = "a result that is not an object";
+const TASK: &str = "a task, and this client does not run tasks (the tool requires them)";
+const OTHER_METHOD: &str = "the result of another method";
+
+/// Whether an answer to `tools/call` is a tool result: an object, complete (not a task,
+/// not of an unknown type), with `isError` a boolean, `content` a list, and something
+/// to read (`content`, `structuredContent` or `isError`). `Err` says what it is instead.
+pub(crate) fn check_result(result: &Value) -> Result<(), &'static str> {
+    let Some(result) = result.as_object() else {
+        return Err(NOT_AN_OBJECT);
+    };
+    match result.get("resultType").map(|kind| kind.as_str()) {
+        None | Some(Some("complete")) => {}
+        Some(Some("task")) => return Err(TASK),
+        Some(_) => return Err("a result of a type this client does not know"),
+    }
+    if result.get("isError").is_some_and(|flag| !flag.is_boolean()) {
+        return Err("an isError that is neither true nor false");
+    }
+    if result
+        .get("content")
+        .is_some_and(|content| !content.is_array())
+    {
+        return Err("content that is not a list");
+    }
+    if !["content", "structuredContent", "isError"]
+        .iter()
+        .any(|key| result.contains_key(*key))
+    {
+        return Err("a result with no content");
+    }
+    Ok(())
+}
+
+/// Sends the call (and any `input_required` follow-ups) and waits for its result.
+pub(crate) async fn drive_call(
+    peer: &Peer<RoleClient>,
+    handler: &Handler,
+    call_key: u64,
+    state: &CallState,
+    request: &CallRequest,
+) -> Result<Value, Stop> {
+    let mut params = CallToolRequestParams::new(request.tool.clone());
+    params.arguments = Some(request.arguments.clone());
+    let mut meta = RequestMetaObject::new();
+    meta.0.0.extend(request.meta.clone());
+    meta.0
+        .0
+        .insert(CALL_MARKER.to_owned(), Value::from(call_key));
+    for _round in 0..MAX_INPUT_ROUNDS {
+        // Opening may have taken the whole deadline: never send a call that is already over.
+        let over = if request.cancel.is_cancelled() {
+            Some(Stop::Cancelled)
+        } else if Instant::now() >= request.deadline {
+            Some(Stop::Timeout)
+        } else {
+            None
+        };
+        if let Some(stop) = over {
+            return Err(stop);
+        }
+        let sent = peer
+            .send_request_with_option(
+                ClientRequest::CallToolRequest(CallToolRequest::new(params.clone())),
+                PeerRequestOptions::no_options().with_meta(meta.clone()),
+            )
+            .await;
+        let mut handle = match sent {
+            Ok(handle) => handle,
+            Err(error) => return Err(Stop::Failed(error)),
+        };
+        // Until it is answered, the request may be running on the server.
+        state.set_request(Some(handle.id.clone()));
+        state.count_round();
+        let answer = tokio::select! {
+            biased;
+            () = state.overflowed() => return Err(Stop::Overflow),
+            answer = &mut handle.rx => answer,
+            () = tokio::time::sleep_until(request.deadline) => return Err(Stop::Timeout),
+            () = request.cancel.cancelled() => return Err(Stop::Cancelled),
+        };
+        if matches!(answer, Ok(Ok(_) | Err(ServiceError::McpError(_)))) {
+            // The server answered: nothing of this request is left running to cancel.
+            state.set_request(None);
+        }
+        // A failed stream may report its failure just before the overflow it caused.
+        if state.is_overflowed() {
+            return Err(Stop::Overflow);
+        }
+        let result = match answer {
+            Ok(Ok(result)) => result,
+            Ok(Err(error)) => return Err(Stop::Failed(error)),
+            Err(_) => return Err(Stop::Failed(ServiceError::TransportClosed)),
+        };
+        let value = match result {
+            ServerResult::CallToolResult(result) => {
+                serde_json::to_value(result).map_err(|_| Stop::NotAResult(NOT_AN_OBJECT))?
+            }
+            ServerResult::CustomResult(custom) => custom.0,
+            ServerResult::EmptyResult(_) => Value::Object(JsonObject::new()),
+            ServerResult::CreateTaskResult(_)
+            | ServerResult::GetTaskResult(_)
+            | ServerResult::TaskAckResult(_) => return Err(Stop::NotAResult(TASK)),
+            ServerResult::InputRequiredResult(required) => {
+                let mut responses = InputResponses::new();
+                for (key, input) in required.input_requests.iter().flatten() {
+                    match handler.answer(input) {
+                        Ok(answer) => {
+                            responses.insert(key.clone(), answer);
+                        }
+                        Err(error) => return Err(Stop::InputRefused(error)),
+                    }
+                }
+                params.input_responses = (!responses.is_empty()).then_some(responses);
+                params.request_state = required.request_state;
+                continue;
+            }
+            _ => return Err(Stop::NotAResult(OTHER_METHOD)),
+        };
+        check_result(&value).map_err(Stop::NotAResult)?;
+        return Ok(value);
+    }
+    Err(Stop::Failed(ServiceError::InputRequiredRoundsExceeded {
+        max_rounds: MAX_INPUT_ROUNDS,
+    }))
+}
+
+/// Tells the server a request is abandoned: `notifications/cancelled` on legacy HTTP and
+/// stdio; on 2026-07-28 HTTP rmcp closes the request's stream instead, which is that
+/// revision's cancellation.
+pub(crate) async fn cancel_request(
+    peer: &Peer<RoleClient>,
+    id: RequestId,
+    reason: &str,
+    bound: Duration,
+) {
+    let notify = peer.notify_cancelled(CancelledNotificationParam::new(
+        Some(id),
+        Some(reason.to_owned()),
+    ));
+    let _ = tokio::time::timeout(bound, notify).await;
+}
+
+/// The reason sent with `notifications/cancelled`.
+/// `None` when the stop needs no notice (the request failed on its own).
+pub(crate) fn cancel_reason(stop: &Stop) -> Option<&'static str> {
+    match stop {
+        Stop::Timeout => Some("timeout"),
+        Stop::Cancelled => Some("cancelled by the caller"),
+        Stop::Overflow => Some("output exceeded the byte budget"),
+        Stop::Failed(_) | Stop::InputRefused(_) | Stop::NotAResult(_) => None,
+    }
+}
+
+/// The error for a stopped call: how far the call's request got, and why it stopped.
+pub(crate) fn stopped(
+    stop: &Stop,
+    state: &CallState,
+    other_failure: Option<Failure>,
+    endpoint: &Endpoint,
+) -> CallError {
+    // Abandoning makes `not_sent` final: a request still queued in rmcp is not written.
+    let wire = if state.abandon() {
+        Wire::NotWritten
+    } else {
+        Wire::MayHaveReached
+    };
+    // Only the call's own request, in its first round, may have been refused before it
+    // ran; any other failure (another request of the context, a later round of an
+    // `input_required` exchange whose first round reached the server) only names the kind.
+    let own = state.failure();
+    let first_round = state.rounds() <= 1;
+    let cause = match stop {
+        _ if state.is_overflowed() => Cause::OverBudget {
+            budget: state.budget(),
+        },
+        Stop::Overflow => Cause::OverBudget {
+            budget: state.budget(),
+        },
+        Stop::Timeout => Cause::Timeout,
+        Stop::Cancelled => Cause::Cancelled,
+        Stop::InputRefused(error) => Cause::InputRefused {
+            message: &error.message,
+        },
+        Stop::NotAResult(what) => Cause::NotAResult(what),
+        Stop::Failed(ServiceError::McpError(error)) => Cause::JsonRpc {
+            code: error.code.0,
+            message: &error.message,
+        },
+        Stop::Failed(_) => match (&own, &other_failure) {
+            (Some(failure), _) if first_round => Cause::Transport(failure),
+            (Some(failure), _) | (None, Some(failure)) => Cause::Elsewhere(failure),
+            (None, None) => Cause::Closed,
+        },
+    };
+    classify(wire, &cause, endpoint)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn only_tool_results_pass() {
+        let cases = [
+            (json!({"content": []}), Ok(())),
+            (
+                json!({"content": [{"type": "text", "text": "x"}], "isError": true}),
+                Ok(()),
+            ),
+            (json!({"structuredContent": {"a": 1}}), Ok(())),
+            (json!({"isError": false}), Ok(())),
+            (json!({"content": [], "resultType": "complete"}), Ok(())),
+            (json!("x"), Err(NOT_AN_OBJECT)),
+            (json!([]), Err(NOT_AN_OBJECT)),
+            (json!(5), Err(NOT_AN_OBJECT)),
+            (json!(null), Err(NOT_AN_OBJECT)),
+            (json!({}), Err("a result with no content")),
+            (json!({"_meta": {}}), Err("a result with no content")),
+            (
+                json!({"content": [], "isError": "yes"}),
+                Err("an isError that is neither true nor false"),
+            ),
+            (
+                json!({"content": "text"}),
+                Err("content that is not a list"),
+            ),
+            (
+                json!({"resultType": "task", "task": {"taskId": "t"}}),
+                Err(TASK),
+            ),
+            (
+                json!({"resultType": "later", "content": []}),
+                Err("a result of a type this client does not know"),
+            ),
+        ];
+        for (result, expected) in cases {
+            assert_eq!(check_result(&result), expected, "{result}");
+        }
+    }
+}

@@ -1,0 +1,261 @@
+//! The POST of one message, and what its answer is to rmcp.
+
+use std::{
+    borrow::Cow,
+    collections::HashMap,
+    sync::{Arc, atomic::Ordering},
+    time::Duration,
+};
+
+use http::{HeaderName, HeaderValue, StatusCode, header};
+use rmcp::{
+    model::{ClientJsonRpcMessage, ClientRequest, ErrorData, JsonRpcMessage, ServerJsonRpcMessage},
+    transport::streamable_http_client::{StreamableHttpError, StreamableHttpPostResponse},
+};
+
+use super::{
+    EVENT_STREAM, HttpBackend, HttpError, JSON, Resend, Result, SESSION_HEADER,
+    session::SetOnDrop,
+    sse_filter::{Reply, WRONG_ID, media_type, reply_to},
+    stream::CallStream,
+};
+use crate::{
+    call_state::CallState,
+    error::{Challenge, classify::Failure},
+    wire::ingress::Expect,
+};
+
+/// How much of an error body is read to find a JSON-RPC error in it.
+const ERROR_BODY_LIMIT: usize = 64 * 1024;
+/// Why an answer to a request is not one.
+const NO_ANSWER: &str = "HTTP 202 and no answer to a request";
+const NOT_AN_ANSWER: &str = "a notification instead of an answer";
+const MALFORMED_JSON: &str = "a malformed JSON body";
+pub(super) const UNEXPECTED_CONTENT_TYPE: &str = "an unexpected content type";
+
+impl HttpBackend {
+    /// POSTs one message and hands rmcp its answer: nothing (a notification or a
+    /// response), a JSON reply, or an SSE stream.
+    pub(super) async fn post(
+        &self,
+        uri: Arc<str>,
+        mut message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<StreamableHttpPostResponse> {
+        let initialize = is_initialize(&message);
+        if initialize {
+            self.session.initializing.store(true, Ordering::Release);
+        }
+        let _initialized = SetOnDrop(initialize.then_some(&self.session.initialized));
+        // A call given up while its request waited in rmcp's queue stays unsent.
+        let Ok(claimed) = self.registry.claim(&mut message) else {
+            return Err(StreamableHttpError::Client(HttpError::Closed));
+        };
+        let call = claimed.as_ref().map(|(_, call)| Arc::clone(call));
+        let expect = match &message {
+            _ if call.is_some() => Expect::Call {
+                budget: call.as_ref().map_or(0, |call| call.budget()),
+            },
+            JsonRpcMessage::Request(request)
+                if matches!(request.request, ClientRequest::ListToolsRequest(_)) =>
+            {
+                Expect::List
+            }
+            _ => Expect::Other,
+        };
+        let request_id = match &message {
+            JsonRpcMessage::Request(request) => Some(request.id.clone()),
+            _ => None,
+        };
+        let body = serde_json::to_vec(&message)?;
+        if session_id.is_some() {
+            self.session.used_headers(&custom_headers);
+        }
+        let request = self
+            .client()
+            .post(uri.as_ref())
+            .header(header::ACCEPT, "application/json, text/event-stream")
+            .header(header::CONTENT_TYPE, JSON)
+            .body(body);
+        let request = Self::authorize(request, auth_header, custom_headers, session_id.as_deref());
+        // An initialize the caller gave up on may still create a session: let it finish
+        // (briefly) so the session can be deleted.
+        let grace = if initialize {
+            self.config.initialize_grace
+        } else {
+            Duration::ZERO
+        };
+        let resend = if call.is_some() {
+            Resend::IfUnsent
+        } else {
+            Resend::Once
+        };
+        let response = self
+            .send_with_grace(request, call.as_deref(), resend, grace)
+            .await?;
+        let status = response.status();
+        if let Some(call) = &call {
+            call.mark_written();
+        }
+        let issued_session = response
+            .headers()
+            .get(SESSION_HEADER)
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned);
+        // rmcp logs the session id: one that spells a secret is refused, never kept.
+        if issued_session
+            .as_deref()
+            .is_some_and(|id| matches!(self.config.redactor.text(id), Cow::Owned(_)))
+        {
+            return Err(self.not_mcp(call.as_deref(), "a session id that holds a secret"));
+        }
+        if let (Some(issued), true) = (&issued_session, initialize) {
+            self.session.issued(issued);
+        }
+        let awaits_response = request_id.is_some();
+        if matches!(status, StatusCode::ACCEPTED | StatusCode::NO_CONTENT) {
+            if awaits_response {
+                // rmcp would wait for an answer that cannot come.
+                return Err(self.not_mcp(call.as_deref(), NO_ANSWER));
+            }
+            return Ok(StreamableHttpPostResponse::Accepted);
+        }
+        if !status.is_success() {
+            return self
+                .unsuccessful(response, &message, session_id.is_some(), call.as_deref())
+                .await;
+        }
+        let media = media_type(
+            response
+                .headers()
+                .get(header::CONTENT_TYPE)
+                .and_then(|value| value.to_str().ok()),
+        );
+        match media.as_deref() {
+            Some(EVENT_STREAM) => Ok(StreamableHttpPostResponse::Sse(
+                self.events(
+                    response,
+                    claimed.map(|(key, call)| CallStream {
+                        key,
+                        call,
+                        expected: request_id,
+                    }),
+                    expect,
+                ),
+                issued_session,
+            )),
+            Some(JSON) => {
+                let limit = call
+                    .as_ref()
+                    .map_or(self.config.max_response_bytes, |call| call.budget());
+                let body = self.read_body(response, limit, call.as_deref()).await?;
+                let Some(expected) = &request_id else {
+                    return Ok(StreamableHttpPostResponse::Accepted);
+                };
+                let Ok(text) = std::str::from_utf8(&body) else {
+                    return Err(self.not_mcp(call.as_deref(), MALFORMED_JSON));
+                };
+                let text = self.admit(text, expect, call.as_deref())?;
+                let Ok(reply) = serde_json::from_str::<ServerJsonRpcMessage>(&text) else {
+                    return Err(self.not_mcp(call.as_deref(), MALFORMED_JSON));
+                };
+                match reply_to(&reply, expected) {
+                    Reply::Answer => Ok(StreamableHttpPostResponse::Json(reply, issued_session)),
+                    Reply::WrongId => Err(self.not_mcp(call.as_deref(), WRONG_ID)),
+                    Reply::NotAResponse => Err(self.not_mcp(call.as_deref(), NOT_AN_ANSWER)),
+                }
+            }
+            _ if !awaits_response => Ok(StreamableHttpPostResponse::Accepted),
+            _ => Err(self.not_mcp(call.as_deref(), UNEXPECTED_CONTENT_TYPE)),
+        }
+    }
+
+    /// A non-success answer. A `server/discover` rejected with a 4xx (other than 401/403)
+    /// before any session is how an older server says it does not know the 2026-07-28
+    /// lifecycle: hand rmcp a correlated JSON-RPC error so it can fall back (or retry at
+    /// another version, for `-32022`). Everything else is an HTTP status error.
+    async fn unsuccessful(
+        &self,
+        response: reqwest::Response,
+        message: &ClientJsonRpcMessage,
+        session_attached: bool,
+        call: Option<&CallState>,
+    ) -> Result<StreamableHttpPostResponse> {
+        let status = response.status();
+        // A refusal for want of authorization: the challenge goes with the failure, so
+        // the authorization layer can obtain a token and send the request once more.
+        let challenge = Challenge::of(
+            status.as_u16(),
+            response
+                .headers()
+                .get(header::WWW_AUTHENTICATE)
+                .and_then(|value| value.to_str().ok()),
+        );
+        self.failed(
+            call,
+            Failure::Status {
+                status: status.as_u16(),
+                session: session_attached,
+                challenge,
+            },
+        );
+        let discover_fallback = is_discover(message)
+            && !session_attached
+            && status.is_client_error()
+            && !matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN);
+        if !discover_fallback {
+            return Err(StreamableHttpError::Client(HttpError::Status(
+                status.as_u16(),
+            )));
+        }
+        let JsonRpcMessage::Request(request) = message else {
+            return Err(StreamableHttpError::Client(HttpError::Status(
+                status.as_u16(),
+            )));
+        };
+        let body = self
+            .read_body(response, ERROR_BODY_LIMIT, None)
+            .await
+            .unwrap_or_default();
+        let error = match serde_json::from_slice::<ServerJsonRpcMessage>(&body) {
+            Ok(JsonRpcMessage::Error(error)) => error.error,
+            _ => ErrorData::invalid_request(
+                format!("server/discover rejected with HTTP {}", status.as_u16()),
+                None,
+            ),
+        };
+        Ok(StreamableHttpPostResponse::Json(
+            ServerJsonRpcMessage::error(error, Some(request.id.clone())),
+            None,
+        ))
+    }
+
+    /// An answer that is not MCP: recorded (for the call, or the transport), and an error
+    /// that ends the request in rmcp at once.
+    pub(super) fn not_mcp(
+        &self,
+        call: Option<&CallState>,
+        what: &'static str,
+    ) -> StreamableHttpError<HttpError> {
+        self.failed(call, Failure::Protocol(what));
+        StreamableHttpError::UnexpectedServerResponse(Cow::Borrowed(what))
+    }
+}
+
+fn is_discover(message: &ClientJsonRpcMessage) -> bool {
+    matches!(
+        message,
+        JsonRpcMessage::Request(request)
+            if matches!(request.request, ClientRequest::DiscoverRequest(_))
+    )
+}
+
+fn is_initialize(message: &ClientJsonRpcMessage) -> bool {
+    matches!(
+        message,
+        JsonRpcMessage::Request(request)
+            if matches!(request.request, ClientRequest::InitializeRequest(_))
+    )
+}

@@ -1,0 +1,405 @@
+//! What a server sends, before rmcp (or anything else) reads it: the server's secrets
+//! hidden (so a server that echoes its token back reaches no result, progress message,
+//! error or log line with it), and answers whose shape would cost memory out of all
+//! proportion to their bytes refused (a result of 600,000 tiny content blocks, a listing
+//! of endless tiny tools). Both HTTP and stdio pass every message through here.
+
+use std::{borrow::Cow, fmt};
+
+use serde::{
+    Deserialize, Deserializer,
+    de::{IgnoredAny, MapAccess, SeqAccess, Visitor},
+};
+
+use crate::{
+    api::{MAX_CONTENT_BLOCKS, MAX_LISTED_TOOLS},
+    secret::Redactor,
+};
+
+/// What a message is expected to answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Expect {
+    /// A `tools/call` with this byte budget: its `result.content` and the number of JSON
+    /// values in it are bounded.
+    Call { budget: usize },
+    /// A `tools/list` page: its `result.tools` is counted.
+    List,
+    /// Anything else.
+    Other,
+}
+
+/// Values (numbers, strings, objects, ...) a JSON document may hold per byte of budget:
+/// one per 16 bytes, so that a result's size in memory stays a small multiple of the
+/// budget however it is shaped (a value costs tens of bytes once parsed).
+const BYTES_PER_VALUE: usize = 16;
+/// The fewest values any answer may hold, whatever its budget.
+const MIN_VALUES: usize = 4096;
+/// Values one listing page may hold.
+const MAX_PAGE_VALUES: usize = 1 << 20;
+
+/// A message refused before it was read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refused {
+    /// A result with more than [`MAX_CONTENT_BLOCKS`] content blocks, or more JSON
+    /// values than its budget allows.
+    TooManyBlocks,
+    /// A page that brings the listing past [`MAX_LISTED_TOOLS`] tools.
+    TooManyTools,
+}
+
+/// Checks one message (its JSON text): secrets hidden, shape bounded (see [`shape`]).
+pub(crate) fn inspect<'t>(
+    redactor: &Redactor,
+    json: &'t str,
+    expect: Expect,
+    listed: usize,
+) -> Result<(Cow<'t, str>, usize), Refused> {
+    let tools = shape(json, expect, listed)?;
+    Ok((redactor.json(json), tools))
+}
+
+/// Bounds the shape of an answer: a call's result holds at most [`MAX_CONTENT_BLOCKS`]
+/// blocks; a listing at most [`MAX_LISTED_TOOLS`] tools, `listed` of them before this
+/// page. Returns the page's own count of tools.
+pub(crate) fn shape(json: &str, expect: Expect, listed: usize) -> Result<usize, Refused> {
+    match expect {
+        Expect::Call { budget } => {
+            let values = (budget / BYTES_PER_VALUE).max(MIN_VALUES);
+            if result_items(json, "content") > MAX_CONTENT_BLOCKS || !within_values(json, values) {
+                return Err(Refused::TooManyBlocks);
+            }
+            Ok(0)
+        }
+        Expect::List => {
+            let tools = result_items(json, "tools");
+            if listed.saturating_add(tools) > MAX_LISTED_TOOLS
+                || !within_values(json, MAX_PAGE_VALUES)
+            {
+                return Err(Refused::TooManyTools);
+            }
+            Ok(tools)
+        }
+        Expect::Other => Ok(0),
+    }
+}
+
+/// Whether a JSON document holds at most `limit` values (counted without building them;
+/// the count stops at the limit). Text that is not JSON passes: it is refused elsewhere.
+pub(crate) fn within_values(json: &str, limit: usize) -> bool {
+    use std::cell::Cell;
+
+    struct Values<'c> {
+        seen: &'c Cell<usize>,
+        limit: usize,
+    }
+
+    impl Values<'_> {
+        fn bump<E: serde::de::Error>(&self) -> Result<(), E> {
+            let seen = self.seen.get() + 1;
+            self.seen.set(seen);
+            if seen > self.limit {
+                return Err(E::custom("too many values"));
+            }
+            Ok(())
+        }
+    }
+
+    impl<'de> serde::de::DeserializeSeed<'de> for Values<'_> {
+        type Value = ();
+        fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+            deserializer.deserialize_any(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for Values<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("JSON")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+            self.bump()?;
+            while seq
+                .next_element_seed(Values {
+                    seen: self.seen,
+                    limit: self.limit,
+                })?
+                .is_some()
+            {}
+            Ok(())
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            self.bump()?;
+            while map.next_key::<IgnoredAny>()?.is_some() {
+                map.next_value_seed(Values {
+                    seen: self.seen,
+                    limit: self.limit,
+                })?;
+            }
+            Ok(())
+        }
+        fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<(), E> {
+            self.bump()
+        }
+        fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<(), E> {
+            self.bump()
+        }
+        fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<(), E> {
+            self.bump()
+        }
+        fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<(), E> {
+            self.bump()
+        }
+        fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<(), E> {
+            self.bump()
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> Result<(), E> {
+            self.bump()
+        }
+    }
+
+    let seen = Cell::new(0);
+    let mut deserializer = serde_json::Deserializer::from_str(json);
+    let counted =
+        serde::de::DeserializeSeed::deserialize(Values { seen: &seen, limit }, &mut deserializer);
+    counted.is_ok() || seen.get() <= limit
+}
+
+/// How many items the array `result.<field>` of a JSON-RPC message holds (0 when there is
+/// none, or the text is not such a message), counted without building them.
+pub(crate) fn result_items(json: &str, field: &'static str) -> usize {
+    struct Envelope(usize);
+    struct EnvelopeVisitor(&'static str);
+    struct Found(usize);
+    struct ResultVisitor(&'static str);
+    struct Count(usize);
+    struct CountVisitor;
+
+    impl<'de> Visitor<'de> for CountVisitor {
+        type Value = Count;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("anything")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Count, A::Error> {
+            let mut count = 0;
+            while seq.next_element::<IgnoredAny>()?.is_some() {
+                count += 1;
+            }
+            Ok(Count(count))
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Count, A::Error> {
+            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+            Ok(Count(0))
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<Count, E> {
+            Ok(Count(0))
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<Count, E> {
+            Ok(Count(0))
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<Count, E> {
+            Ok(Count(0))
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<Count, E> {
+            Ok(Count(0))
+        }
+        fn visit_str<E>(self, _: &str) -> Result<Count, E> {
+            Ok(Count(0))
+        }
+        fn visit_unit<E>(self) -> Result<Count, E> {
+            Ok(Count(0))
+        }
+    }
+    impl<'de> Deserialize<'de> for Count {
+        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            deserializer.deserialize_any(CountVisitor)
+        }
+    }
+
+    impl<'de> Visitor<'de> for ResultVisitor {
+        type Value = Found;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a result")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Found, A::Error> {
+            let mut count = 0usize;
+            while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                // A repeated key counts every time: whichever one a parser keeps, it
+                // is bounded.
+                if key == self.0 {
+                    count = count.saturating_add(map.next_value::<Count>()?.0);
+                } else {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+            Ok(Found(count))
+        }
+    }
+    impl<'de> Visitor<'de> for EnvelopeVisitor {
+        type Value = Envelope;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a JSON-RPC message")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Envelope, A::Error> {
+            let mut count = 0usize;
+            while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                if key == "result" {
+                    count = count.saturating_add(
+                        map.next_value_seed(ResultSeed(self.0))
+                            .map(|result| result.0)
+                            .unwrap_or(0),
+                    );
+                } else {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+            Ok(Envelope(count))
+        }
+    }
+    struct ResultSeed(&'static str);
+    impl<'de> serde::de::DeserializeSeed<'de> for ResultSeed {
+        type Value = Found;
+        fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Found, D::Error> {
+            deserializer.deserialize_map(ResultVisitor(self.0))
+        }
+    }
+
+    let mut deserializer = serde_json::Deserializer::from_str(json);
+    deserializer
+        .deserialize_map(EnvelopeVisitor(field))
+        .map_or(0, |envelope| envelope.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn result_items_are_counted_without_being_built() {
+        let blocks = |n: usize| {
+            json!({"jsonrpc": "2.0", "id": 1, "result": {
+                "structuredContent": {"content": [1, 2, 3]},
+                "content": vec![json!({"type": "text", "text": "x"}); n],
+            }})
+            .to_string()
+        };
+        let cases = [
+            (blocks(0), "content", 0),
+            (blocks(3), "content", 3),
+            (blocks(3), "tools", 0),
+            (
+                json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": [{}, {}], "nextCursor": "c"}})
+                    .to_string(),
+                "tools",
+                2,
+            ),
+            (
+                json!({"jsonrpc": "2.0", "id": 1, "result": {"content": "x"}}).to_string(),
+                "content",
+                0,
+            ),
+            (json!({"jsonrpc": "2.0", "id": 1, "result": 5}).to_string(), "content", 0),
+            (json!({"jsonrpc": "2.0", "id": 1, "result": []}).to_string(), "content", 0),
+            ("not json".to_owned(), "content", 0),
+        ];
+        for (text, field, count) in cases {
+            assert_eq!(result_items(&text, field), count, "{text} {field}");
+        }
+    }
+
+    const CALL: Expect = Expect::Call { budget: 1 << 20 };
+
+    #[test]
+    fn values_are_counted_up_to_the_limit() {
+        let zeros = |n: usize| format!("[{}]", vec!["0"; n].join(","));
+        let cases = [
+            (zeros(9), 10, true),
+            (zeros(10), 10, false),
+            (r#"{"a":{"b":[1,2]}}"#.to_owned(), 5, true),
+            (r#"{"a":{"b":[1,2]}}"#.to_owned(), 4, false),
+            ("not json".to_owned(), 1, true),
+        ];
+        for (json, limit, within) in cases {
+            assert_eq!(within_values(&json, limit), within, "{json} {limit}");
+        }
+    }
+
+    #[test]
+    fn a_result_of_many_values_is_refused_by_its_budget() {
+        let redactor = Redactor::default();
+        let structured = |n: usize| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"result":{{"content":[],"structuredContent":[{}]}}}}"#,
+                vec!["0"; n].join(",")
+            )
+        };
+        let budget = 160_000;
+        let fits = Expect::Call { budget };
+        assert!(inspect(&redactor, &structured(9_000), fits, 0).is_ok());
+        assert_eq!(
+            inspect(&redactor, &structured(10_001), fits, 0).err(),
+            Some(Refused::TooManyBlocks)
+        );
+        // Duplicate keys count every time.
+        let twice = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"result":{{"content":[{}],"content":[]}}}}"#,
+            vec![r#"{"type":"text","text":""}"#; 600].join(",")
+        );
+        assert_eq!(result_items(&twice, "content"), 600);
+        let thrice = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"result":{{"content":[{0}],"content":[{0}]}}}}"#,
+            vec![r#"{"type":"text","text":""}"#; 600].join(",")
+        );
+        assert_eq!(
+            inspect(&redactor, &thrice, CALL, 0).err(),
+            Some(Refused::TooManyBlocks)
+        );
+    }
+
+    #[test]
+    fn answers_past_the_bounds_are_refused() {
+        let redactor = Redactor::default();
+        let content = |n: usize| {
+            json!({"jsonrpc": "2.0", "id": 1, "result": {
+                "content": vec![json!({"type": "text", "text": ""}); n]}})
+            .to_string()
+        };
+        assert!(inspect(&redactor, &content(MAX_CONTENT_BLOCKS), CALL, 0).is_ok());
+        assert_eq!(
+            inspect(&redactor, &content(MAX_CONTENT_BLOCKS + 1), CALL, 0).err(),
+            Some(Refused::TooManyBlocks)
+        );
+        // Other messages are not bounded by count.
+        assert!(
+            inspect(
+                &redactor,
+                &content(MAX_CONTENT_BLOCKS + 1),
+                Expect::Other,
+                0
+            )
+            .is_ok()
+        );
+        let page =
+            json!({"jsonrpc": "2.0", "id": 2, "result": {"tools": [{}, {}, {}]}}).to_string();
+        assert_eq!(
+            inspect(&redactor, &page, Expect::List, 10).map(|(_, n)| n),
+            Ok(3)
+        );
+        assert_eq!(
+            inspect(&redactor, &page, Expect::List, MAX_LISTED_TOOLS - 2).err(),
+            Some(Refused::TooManyTools)
+        );
+    }
+
+    #[test]
+    fn secrets_are_hidden_in_what_passes() {
+        let redactor = Redactor::new(["sk-echoed-0123456789"]);
+        let text = json!({"jsonrpc": "2.0", "method": "notifications/message",
+            "params": {"level": "info", "data": "token sk-echoed-0123456789"}})
+        .to_string();
+        let (passed, _) = inspect(&redactor, &text, Expect::Other, 0).unwrap();
+        assert!(!passed.contains("sk-echoed"), "{passed}");
+        assert!(passed.contains("<redacted>"));
+    }
+}

@@ -1,0 +1,222 @@
+//! A stdio server's process: started in its own process group with a minimal
+//! environment, its stderr drained into a bounded tail, its exit watched, and its group
+//! killed when the call is over.
+//!
+//! What is reaped: the child (always, by a task that waits for it from the start) and
+//! every process still in its group (SIGKILL when the call ends, or at once when the call
+//! is dropped), which covers `npx`/`uvx` launchers and what they start. What is not: a
+//! descendant that left the group (`setsid`, a daemon). Such a process may keep the
+//! stdout or stderr pipe open; that no longer holds the call: the call ends when the
+//! child has answered or exited, the stderr drain stops when the process is closed, and
+//! our ends of the pipes are dropped.
+
+use std::{
+    collections::VecDeque,
+    io,
+    process::{ExitStatus, Stdio},
+    sync::{
+        Arc, Mutex, PoisonError,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::Duration,
+};
+
+use tokio::{
+    io::AsyncReadExt,
+    process::{ChildStdin, ChildStdout},
+    sync::watch,
+};
+use tokio_util::{sync::CancellationToken, task::TaskTracker};
+
+use crate::endpoint::{Endpoint, StdioEndpoint};
+
+/// How much of the child's stderr is kept for error messages.
+const STDERR_TAIL: usize = 8 * 1024;
+
+/// The variables a stdio server inherits from the host by default: those the official
+/// TypeScript and python SDKs pass (the rest of the host's environment, other bindings'
+/// keys included, stays out unless the binding opts into inheriting it).
+pub(crate) const INHERITED_ENV: &[&str] = &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
+
+/// A child process, its process group, its stderr tail and its exit. Dropping it kills
+/// the group.
+#[derive(Debug)]
+pub(crate) struct Process {
+    pid: Option<u32>,
+    stdout: Option<ChildStdout>,
+    stdin: Option<ChildStdin>,
+    stderr: Arc<Mutex<VecDeque<u8>>>,
+    exit: watch::Receiver<Exit>,
+    /// Ends the stderr drain: a descendant that left the group may hold the pipe.
+    closed: CancellationToken,
+    killed: bool,
+}
+
+/// Whether the child has exited, and its status when `wait` could read it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Exit {
+    Running,
+    Exited(Option<ExitStatus>),
+}
+
+impl Process {
+    /// Starts the server. `alive` counts children not yet reaped; the reaper and the
+    /// stderr drain run on `tasks`.
+    pub(crate) fn spawn(
+        endpoint: &StdioEndpoint,
+        alive: &Arc<AtomicUsize>,
+        tasks: &TaskTracker,
+    ) -> io::Result<Self> {
+        let mut command = tokio::process::Command::new(&endpoint.program);
+        if !endpoint.inherit_env {
+            command.env_clear();
+            for name in INHERITED_ENV {
+                if let Some(value) = std::env::var_os(name) {
+                    command.env(name, value);
+                }
+            }
+        }
+        command
+            .args(&endpoint.args)
+            .envs(endpoint.env.iter().map(|(key, value)| (key, value)))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        #[cfg(unix)]
+        command.process_group(0);
+        if let Some(cwd) = &endpoint.cwd {
+            command.current_dir(cwd);
+        }
+        let mut child = command.spawn()?;
+        alive.fetch_add(1, Ordering::Relaxed);
+        let pid = child.id();
+        let closed = CancellationToken::new();
+        let stderr = Arc::new(Mutex::new(VecDeque::with_capacity(STDERR_TAIL)));
+        if let Some(mut pipe) = child.stderr.take() {
+            let tail = Arc::clone(&stderr);
+            let closed = closed.clone();
+            tasks.spawn(async move {
+                let mut buffer = [0u8; 4096];
+                loop {
+                    let read = tokio::select! {
+                        read = pipe.read(&mut buffer) => read,
+                        () = closed.cancelled() => break,
+                    };
+                    let Ok(read @ 1..) = read else { break };
+                    let mut tail = tail.lock().unwrap_or_else(PoisonError::into_inner);
+                    tail.extend(&buffer[..read]);
+                    let excess = tail.len().saturating_sub(STDERR_TAIL);
+                    tail.drain(..excess);
+                }
+            });
+        }
+        let stdout = child.stdout.take();
+        let stdin = child.stdin.take();
+        // The reaper owns the child from the start: its exit is known as soon as it
+        // happens, whatever holds the pipes.
+        let (exited, exit) = watch::channel(Exit::Running);
+        let reaped = Arc::clone(alive);
+        tasks.spawn(async move {
+            let status = child.wait().await.ok();
+            reaped.fetch_sub(1, Ordering::Relaxed);
+            let _ = exited.send(Exit::Exited(status));
+        });
+        Ok(Self {
+            pid,
+            stdout,
+            stdin,
+            stderr,
+            exit,
+            closed,
+            killed: false,
+        })
+    }
+
+    /// The child's stdout and stdin, once.
+    pub(crate) fn pipes(&mut self) -> (ChildStdout, ChildStdin) {
+        (
+            self.stdout.take().expect("stdout is piped"),
+            self.stdin.take().expect("stdin is piped"),
+        )
+    }
+
+    /// Whether the child has exited (and was reaped).
+    pub(crate) fn has_exited(&self) -> bool {
+        *self.exit.borrow() != Exit::Running
+    }
+
+    /// Resolves once the child has exited (and was reaped).
+    pub(crate) fn exited(&self) -> impl Future<Output = ()> + Send + 'static {
+        let mut exit = self.exit.clone();
+        async move {
+            let _ = exit.wait_for(|exit| *exit != Exit::Running).await;
+        }
+    }
+
+    /// `" (exit status 3; stderr: last line)"`, or only the stderr line while it runs.
+    pub(crate) async fn stopped_detail(&self, endpoint: &Endpoint) -> String {
+        // Give a dying child a moment to be reaped, so its status can be reported.
+        let mut exit = self.exit.clone();
+        let status = tokio::time::timeout(
+            Duration::from_millis(200),
+            exit.wait_for(|exit| *exit != Exit::Running),
+        )
+        .await
+        .ok()
+        .and_then(|exit| match exit.ok().as_deref() {
+            Some(Exit::Exited(status)) => *status,
+            _ => None,
+        });
+        let tail = {
+            let tail = self.stderr.lock().unwrap_or_else(PoisonError::into_inner);
+            let bytes: Vec<u8> = tail.iter().copied().collect();
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            text.lines()
+                .rev()
+                .find(|line| !line.trim().is_empty())
+                .map(|line| endpoint.quote(line.trim(), 200))
+        };
+        match (status, tail) {
+            (Some(status), Some(line)) => format!(" ({status}; stderr: {line})"),
+            (Some(status), None) => format!(" ({status})"),
+            (None, Some(line)) => format!(" (stderr: {line})"),
+            (None, None) => String::new(),
+        }
+    }
+
+    /// SIGKILL to the whole process group (the child and what it started in its group).
+    fn kill_group(&mut self) {
+        self.killed = true;
+        #[cfg(unix)]
+        if let Some(pgid) = self
+            .pid
+            .and_then(|pid| i32::try_from(pid).ok())
+            .map(nix::unistd::Pid::from_raw)
+        {
+            let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+        }
+    }
+
+    /// Closes stdin (the server sees EOF), waits up to `grace` for the child, then kills
+    /// its process group and waits for the reaper.
+    pub(crate) async fn close(mut self, grace: Duration) {
+        drop(self.stdin.take());
+        let exited = self.exited();
+        let _ = tokio::time::timeout(grace, self.exited()).await;
+        // Always: the child may be gone while its grandchildren live on.
+        self.kill_group();
+        exited.await;
+        self.closed.cancel();
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        // The call was dropped (or its close ran): kill now; the reaper reaps.
+        if !self.killed {
+            self.kill_group();
+        }
+        self.closed.cancel();
+    }
+}

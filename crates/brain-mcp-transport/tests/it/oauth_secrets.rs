@@ -1,0 +1,119 @@
+//! No secret of an OAuth grant (access token, refresh token, client secret, authorization
+//! code) appears in a log line at any level, an error, a result or a `Debug` output, even
+//! when the server sends them back.
+
+use std::{
+    io::Write,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use brain_mcp_transport::{Authorization, CallRequest, Endpoint, Grant};
+use serde_json::json;
+
+use crate::{
+    oauth::{CLIENT_SECRET, Setup, call_as, client_credentials, delegated},
+    oauth_servers::lock,
+};
+
+#[derive(Clone, Default)]
+struct Capture(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Capture {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        lock(&self.0).extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn no_grant_secret_appears_in_logs_errors_results_or_debug() {
+    let setup = Setup::start().await;
+    // Short-lived tokens: the delegated grant is refreshed within the test.
+    *lock(&setup.servers.auth.state.expires_in) = 2;
+    let capture = Capture::default();
+    let writer = capture.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    let mut shown = Vec::new();
+    {
+        let _guard = tracing::subscriber::set_default(subscriber);
+        tracing::info!("capture works");
+        let url = setup.url();
+        // Client credentials, with a server that echoes secrets back.
+        let cc = Grant::ClientCredentials(client_credentials(None));
+        *lock(&setup.servers.resource.state.answer) =
+            Some(format!("your secret is {CLIENT_SECRET}"));
+        let outcome = call_as(&setup.client(), &url, "acme", cc.clone(), json!({})).await;
+        shown.push(format!("{outcome:?}"));
+        // (Another grant's server cannot know this client's secret.)
+        *lock(&setup.servers.resource.state.answer) = None;
+        // A delegated grant made through the authorizer, then refreshed.
+        let client = setup.interactive_client();
+        let outcome = call_as(&client, &url, "umbrella", delegated(), json!({})).await;
+        shown.push(format!("{outcome:?}"));
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+        *lock(&setup.servers.resource.state.answer) =
+            Some(
+            // The grant's tokens, the replaced ones (still valid a while) included.
+            "tokens: at-2-0123456789abcdef at-3-0123456789abcdef rt-2-0123456789abcdef rt-3-0123456789abcdef".into(),
+        );
+        let outcome = call_as(&client, &url, "umbrella", delegated(), json!({})).await;
+        shown.push(format!("{outcome:?}"));
+        assert!(
+            !setup
+                .servers
+                .auth
+                .state
+                .token_requests("refresh_token")
+                .is_empty(),
+            "the grant was refreshed"
+        );
+        // A failure: the refresh token revoked, the grant gone.
+        *lock(&setup.servers.auth.state.refresh_answer) =
+            crate::oauth_servers::RefreshAnswer::Revoked;
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+        let outcome = call_as(&setup.client(), &url, "umbrella", delegated(), json!({})).await;
+        shown.push(format!("{outcome:?}"));
+        let request = CallRequest::new(
+            Endpoint::http(&url, None),
+            "echo",
+            "c",
+            Duration::from_secs(1),
+        )
+        .authorization(Authorization::new("acme", cc));
+        shown.push(format!("{request:?}"));
+        shown.push(format!("{:?}", setup.store));
+    }
+    let logs = String::from_utf8_lossy(&lock(&capture.0)).into_owned();
+    assert!(logs.contains("capture works"), "the capture works");
+    assert!(logs.contains(" TRACE "), "trace level was captured");
+    let state = &setup.servers.auth.state;
+    let mut secrets: Vec<String> = vec![CLIENT_SECRET.to_owned()];
+    for n in 0..8 {
+        secrets.push(format!("at-{n}-0123456789abcdef"));
+        secrets.push(format!("rt-{n}-0123456789abcdef"));
+    }
+    secrets.push("authcode-".to_owned());
+    assert!(!lock(&state.authorizations).is_empty(), "a code was issued");
+    for secret in &secrets {
+        if let Some(line) = logs.lines().find(|line| line.contains(secret.as_str())) {
+            panic!("a log line holds {secret}: {line}");
+        }
+        for text in &shown {
+            assert!(!text.contains(secret.as_str()), "{text} holds {secret}");
+        }
+    }
+    assert!(
+        shown[0].contains("your secret is <redacted>"),
+        "{}",
+        shown[0]
+    );
+    assert!(shown[2].contains("<redacted>"), "{}", shown[2]);
+}

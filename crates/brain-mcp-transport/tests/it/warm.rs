@@ -1,0 +1,188 @@
+//! Warm contexts: sessions and processes opened before a call needs one, each serving
+//! exactly one call, closed when idle and at shutdown.
+
+use std::{collections::BTreeSet, time::Duration};
+
+use brain_mcp_testkit::{Era, ServerOptions, TestServer};
+use brain_mcp_transport::{ClientOptions, Endpoint, EraPreference, McpClient, StdioEndpoint};
+use serde_json::json;
+
+use crate::support::{call, client_with};
+
+async fn legacy_server() -> (TestServer, Endpoint) {
+    let server = TestServer::start(ServerOptions {
+        era: Era::Legacy,
+        ..ServerOptions::default()
+    })
+    .await
+    .unwrap();
+    let endpoint = Endpoint::http(server.url(), None);
+    (server, endpoint)
+}
+
+/// Waits (bounded) until the client holds `n` warm contexts: they are opened in the
+/// background.
+async fn until_warm(client: &McpClient, n: usize) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while client.stats().warm_contexts < n {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no warm context came: {:?}",
+            client.stats()
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+#[tokio::test]
+async fn each_warm_session_serves_one_call_and_closes_at_shutdown() {
+    let (server, endpoint) = legacy_server().await;
+    let client = client_with(ClientOptions::default().era(EraPreference::Legacy));
+    for i in 0..6 {
+        if i >= 2 {
+            until_warm(&client, 1).await;
+        }
+        let ran = call(
+            &client,
+            &endpoint,
+            "echo",
+            json!({"message": format!("m{i}")}),
+        )
+        .await;
+        assert_eq!(ran.text(), format!("m{i}"));
+    }
+    assert_eq!(
+        client.stats().warm_served,
+        4,
+        "calls 3 to 6 took a warm session"
+    );
+    let counters = server.counters();
+    let sessions: BTreeSet<&String> = counters
+        .call_headers
+        .iter()
+        .map(|headers| &headers["mcp-session-id"])
+        .collect();
+    assert_eq!(sessions.len(), 6, "every call had a session of its own");
+    client.shutdown(Duration::from_secs(5)).await;
+    let seen = server
+        .wait_for(|c| c.open_sessions() == 0, Duration::from_secs(5))
+        .await;
+    assert_eq!(seen.open_sessions(), 0, "warm sessions closed at shutdown");
+    let stats = client.stats();
+    assert_eq!(
+        (stats.warm_contexts, stats.background_tasks),
+        (0, 0),
+        "{stats:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_expired_warm_session_moves_the_call_to_a_fresh_one() {
+    let (server, endpoint) = legacy_server().await;
+    let client = client_with(ClientOptions::default().era(EraPreference::Legacy));
+    for _ in 0..2 {
+        call(&client, &endpoint, "echo", json!({"message": "x"})).await;
+    }
+    until_warm(&client, 1).await;
+    server.expire_sessions().await;
+    let before = server.counters().method("tools/call");
+    let ran = call(&client, &endpoint, "echo", json!({"message": "after"})).await;
+    assert_eq!(ran.text(), "after", "{:?}", ran.outcome);
+    let seen = server.counters();
+    assert_eq!(
+        seen.method("tools/call") - before,
+        2,
+        "the warm session's call was refused (404), the fresh one answered"
+    );
+    client.shutdown(Duration::from_secs(5)).await;
+}
+
+#[tokio::test]
+async fn calls_further_apart_than_the_idle_bound_keep_nothing_warm() {
+    let (server, endpoint) = legacy_server().await;
+    let idle = Duration::from_millis(100);
+    let client = client_with(
+        ClientOptions::default()
+            .era(EraPreference::Legacy)
+            .warm_idle(idle),
+    );
+    for _ in 0..3 {
+        call(&client, &endpoint, "echo", json!({"message": "x"})).await;
+        // The scenario: a server called less often than the idle bound.
+        tokio::time::sleep(idle * 2).await;
+    }
+    let stats = client.stats();
+    assert_eq!(
+        (stats.warm_contexts, stats.warm_served),
+        (0, 0),
+        "{stats:?}"
+    );
+    assert_eq!(
+        server.counters().sessions_opened,
+        3,
+        "one session per call, no more"
+    );
+    client.shutdown(Duration::from_secs(5)).await;
+}
+
+#[tokio::test]
+async fn idle_warm_sessions_are_closed() {
+    let (server, endpoint) = legacy_server().await;
+    let client = client_with(
+        ClientOptions::default()
+            .era(EraPreference::Legacy)
+            .warm_idle(Duration::from_millis(200)),
+    );
+    for _ in 0..2 {
+        call(&client, &endpoint, "echo", json!({"message": "x"})).await;
+    }
+    until_warm(&client, 1).await;
+    let seen = server
+        .wait_for(
+            |c| c.open_sessions() == 0 && c.sessions_opened == 3,
+            Duration::from_secs(5),
+        )
+        .await;
+    assert_eq!(
+        (seen.sessions_opened, seen.open_sessions()),
+        (3, 0),
+        "the idle warm session was closed by the client"
+    );
+    assert_eq!(client.stats().warm_contexts, 0);
+    client.shutdown(Duration::from_secs(5)).await;
+}
+
+#[tokio::test]
+async fn warm_stdio_processes_serve_one_call_each_and_are_reaped() {
+    brain_mcp_testkit::build_binaries();
+    let endpoint = Endpoint::Stdio(StdioEndpoint::new(
+        brain_mcp_testkit::stdio_binary_path().to_string_lossy(),
+        Vec::<String>::new(),
+    ));
+    let client = client_with(ClientOptions::default().era(EraPreference::Legacy));
+    for i in 0..4 {
+        if i >= 2 {
+            until_warm(&client, 1).await;
+        }
+        let ran = call(
+            &client,
+            &endpoint,
+            "echo",
+            json!({"message": format!("p{i}")}),
+        )
+        .await;
+        assert_eq!(ran.text(), format!("p{i}"));
+    }
+    assert_eq!(client.stats().warm_served, 2);
+    client.shutdown(Duration::from_secs(10)).await;
+    let stats = client.stats();
+    assert_eq!(
+        (
+            stats.child_processes,
+            stats.warm_contexts,
+            stats.background_tasks
+        ),
+        (0, 0, 0),
+        "{stats:?}"
+    );
+}
