@@ -2,8 +2,14 @@
 
 use std::collections::HashSet;
 
-use brain_mcp_transport::{DiscoveredTool, Endpoint, Secret, StdioEndpoint};
-use brain_tools_config::{McpServer, McpTarget, Target, ToolBinding};
+use brain_mcp_transport::{
+    AuthorizationCodeGrant, ClientAuthentication, ClientCredentialsGrant, DiscoveredTool, Endpoint,
+    EnterpriseGrant, Grant, Secret, SecretMethod, SigningAlgorithm, StdioEndpoint,
+};
+use brain_tools_config::{
+    McpAuth, McpServer, McpTarget, SigningAlgorithm as ConfigAlgorithm, Target,
+    TokenEndpointAuthMethod, ToolBinding,
+};
 
 /// Bindings for discovered tools, and the tools that had to be renamed.
 #[derive(Debug, Clone, PartialEq)]
@@ -55,11 +61,141 @@ pub fn endpoint_of(server: &McpServer, bearer: Option<Secret>) -> Endpoint {
             if let Some(cwd) = &command.cwd {
                 endpoint = endpoint.cwd(cwd);
             }
+            endpoint = endpoint.inherit_env(command.inherit_env);
             Endpoint::Stdio(endpoint)
         }
         McpServer::Http { url, .. } => Endpoint::http(url.clone(), bearer),
         // A kind of server this version does not know: an endpoint no call can open.
         _ => Endpoint::http(String::new(), None),
+    }
+}
+
+/// Why a binding's `auth` could not become a grant: a secret it names is not set.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum GrantError {
+    /// A variable the grant needs is unset or empty.
+    #[error("{variable}, the environment variable that holds {what}, is not set")]
+    MissingSecret {
+        /// The variable.
+        variable: String,
+        /// What it holds (`its client secret`, ...).
+        what: &'static str,
+    },
+    /// The `auth` object lacks a field its method needs (loading a config rules it out).
+    #[error("its auth object has no {field}")]
+    MissingField {
+        /// The field.
+        field: &'static str,
+    },
+    /// A kind of `auth` this version does not know.
+    #[error("its kind of auth is not known to this version")]
+    Unsupported,
+}
+
+/// The transport's grant for a binding's `auth`, its secrets read now through `read`
+/// (a variable name to its value; the process environment in a host), so that a rotated
+/// secret takes effect without a restart.
+pub fn grant_of(
+    auth: &McpAuth,
+    read: impl Fn(&str) -> Option<String>,
+) -> Result<Grant, GrantError> {
+    let secret = |variable: &str, what: &'static str| {
+        read(variable)
+            .filter(|value| !value.is_empty())
+            .map(Secret::new)
+            .ok_or_else(|| GrantError::MissingSecret {
+                variable: variable.to_owned(),
+                what,
+            })
+    };
+    let optional = |variable: &Option<String>, what: &'static str| {
+        variable
+            .as_deref()
+            .map(|variable| secret(variable, what))
+            .transpose()
+    };
+    match auth {
+        McpAuth::ClientCredentials(auth) => {
+            let authentication = match auth.token_endpoint_auth_method {
+                Some(TokenEndpointAuthMethod::PrivateKeyJwt) => {
+                    let variable =
+                        auth.private_key_env
+                            .as_deref()
+                            .ok_or(GrantError::MissingField {
+                                field: "private_key_env",
+                            })?;
+                    ClientAuthentication::PrivateKeyJwt {
+                        key: secret(variable, "its private key")?,
+                        algorithm: algorithm(auth.signing_algorithm.unwrap_or_default()),
+                    }
+                }
+                method => {
+                    let variable =
+                        auth.client_secret_env
+                            .as_deref()
+                            .ok_or(GrantError::MissingField {
+                                field: "client_secret_env",
+                            })?;
+                    ClientAuthentication::Secret {
+                        secret: secret(variable, "its client secret")?,
+                        method: match method {
+                            Some(TokenEndpointAuthMethod::ClientSecretBasic) => {
+                                Some(SecretMethod::Basic)
+                            }
+                            Some(TokenEndpointAuthMethod::ClientSecretPost) => {
+                                Some(SecretMethod::Post)
+                            }
+                            _ => None,
+                        },
+                    }
+                }
+            };
+            let mut grant = ClientCredentialsGrant::new(&auth.client_id, authentication)
+                .scopes(auth.scopes.iter().cloned());
+            grant.issuer = auth.issuer.clone();
+            Ok(Grant::ClientCredentials(grant))
+        }
+        McpAuth::OAuth(auth) => {
+            let mut grant = AuthorizationCodeGrant::new().scopes(auth.scopes.iter().cloned());
+            if let Some(client_id) = &auth.client_id {
+                grant = grant.client(
+                    client_id,
+                    optional(&auth.client_secret_env, "its client secret")?,
+                );
+            }
+            grant.client_id_metadata_url = auth.client_id_metadata_url.clone();
+            grant.redirect_uri = auth.redirect_uri.clone();
+            grant.issuer = auth.issuer.clone();
+            Ok(Grant::AuthorizationCode(grant))
+        }
+        McpAuth::Enterprise(auth) => {
+            let mut grant = EnterpriseGrant::new(
+                &auth.client_id,
+                &auth.idp_issuer,
+                &auth.idp_token_endpoint,
+                &auth.idp_client_id,
+            )
+            .client_secret(optional(&auth.client_secret_env, "its client secret")?)
+            .idp_client_secret(optional(
+                &auth.idp_client_secret_env,
+                "its client secret at the identity provider",
+            )?)
+            .scopes(auth.scopes.iter().cloned());
+            grant.issuer = auth.issuer.clone();
+            Ok(Grant::Enterprise(grant))
+        }
+        _ => Err(GrantError::Unsupported),
+    }
+}
+
+fn algorithm(algorithm: ConfigAlgorithm) -> SigningAlgorithm {
+    match algorithm {
+        ConfigAlgorithm::Rs384 => SigningAlgorithm::Rs384,
+        ConfigAlgorithm::Rs512 => SigningAlgorithm::Rs512,
+        ConfigAlgorithm::Es256 => SigningAlgorithm::Es256,
+        ConfigAlgorithm::Es384 => SigningAlgorithm::Es384,
+        _ => SigningAlgorithm::Rs256,
     }
 }
 
@@ -108,5 +244,83 @@ mod tests {
         let second = binding_name(&long, &mut taken);
         assert_eq!((first.len(), second.len()), (64, 64));
         assert!(second.ends_with("_2"));
+    }
+
+    #[test]
+    fn auth_objects_become_grants_with_their_secrets_read_now() {
+        use brain_tools_config::{ClientCredentialsAuth, EnterpriseAuth, OAuthAuth};
+        let env = |name: &str| match name {
+            "CS" => Some("client-secret-1".to_owned()),
+            "KEY" => Some("-----BEGIN PRIVATE KEY-----\n...".to_owned()),
+            "EMPTY" => Some(String::new()),
+            _ => None,
+        };
+        let mut cc = ClientCredentialsAuth::new("host");
+        cc.client_secret_env = Some("CS".into());
+        cc.token_endpoint_auth_method = Some(TokenEndpointAuthMethod::ClientSecretPost);
+        cc.scopes = vec!["a".into()];
+        cc.issuer = Some("https://as".into());
+        let Ok(Grant::ClientCredentials(grant)) =
+            grant_of(&McpAuth::ClientCredentials(cc.clone()), env)
+        else {
+            panic!("a grant");
+        };
+        assert_eq!(
+            grant.authentication,
+            ClientAuthentication::Secret {
+                secret: Secret::new("client-secret-1"),
+                method: Some(SecretMethod::Post)
+            }
+        );
+        assert_eq!(
+            (grant.scopes.as_slice(), grant.issuer.as_deref()),
+            (&["a".to_owned()][..], Some("https://as"))
+        );
+        cc.token_endpoint_auth_method = Some(TokenEndpointAuthMethod::PrivateKeyJwt);
+        cc.private_key_env = Some("KEY".into());
+        cc.signing_algorithm = Some(ConfigAlgorithm::Es256);
+        let Ok(Grant::ClientCredentials(grant)) =
+            grant_of(&McpAuth::ClientCredentials(cc.clone()), env)
+        else {
+            panic!("a grant");
+        };
+        assert!(matches!(
+            grant.authentication,
+            ClientAuthentication::PrivateKeyJwt {
+                algorithm: SigningAlgorithm::Es256,
+                ..
+            }
+        ));
+        cc.private_key_env = Some("EMPTY".into());
+        assert_eq!(
+            grant_of(&McpAuth::ClientCredentials(cc), env).unwrap_err(),
+            GrantError::MissingSecret {
+                variable: "EMPTY".into(),
+                what: "its private key"
+            }
+        );
+        let mut oauth = OAuthAuth::new();
+        oauth.client_id = Some("pre".into());
+        oauth.client_secret_env = Some("UNSET".into());
+        let error = grant_of(&McpAuth::OAuth(oauth.clone()), env).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "UNSET, the environment variable that holds its client secret, is not set"
+        );
+        oauth.client_secret_env = None;
+        assert!(matches!(
+            grant_of(&McpAuth::OAuth(oauth), env),
+            Ok(Grant::AuthorizationCode(_))
+        ));
+        let mut enterprise = EnterpriseAuth::new("c", "https://idp", "https://idp/token", "i");
+        enterprise.idp_client_secret_env = Some("CS".into());
+        let Ok(Grant::Enterprise(grant)) = grant_of(&McpAuth::Enterprise(enterprise), env) else {
+            panic!("a grant");
+        };
+        assert_eq!(
+            grant.idp_client_secret,
+            Some(Secret::new("client-secret-1"))
+        );
+        assert_eq!(grant.client_secret, None);
     }
 }

@@ -1,12 +1,10 @@
 //! The host's executor for HTTP and SSE tools (bindings without `mcp_tool`).
 
-use std::time::Instant;
-
 use async_trait::async_trait;
-use brain_mcp_transport::{Progress, Secret};
+use brain_mcp_transport::{ProgressSender, Secret};
 use brain_tools_events::{CallHeader, ContentBlock, ToolError};
 use serde_json::Value;
-use tokio::sync::mpsc;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 /// One call of an HTTP tool, after the check passed.
@@ -29,8 +27,8 @@ pub struct HttpToolCall {
     pub max_output_bytes: u64,
     /// Cancelled when the caller cancels or the deadline passes.
     pub cancel: CancellationToken,
-    /// Progress to report as `tool.progress` events.
-    pub progress: mpsc::UnboundedSender<Progress>,
+    /// Progress to report as `tool.progress` events (never blocks; a flood is coalesced).
+    pub progress: ProgressSender,
 }
 
 /// What an HTTP tool returned.

@@ -1,14 +1,10 @@
 //! The five-step call path.
 
-use std::{
-    collections::HashSet,
-    fmt,
-    sync::Arc,
-    time::{Duration, Instant},
-};
+use std::{collections::HashSet, fmt, sync::Arc};
 
 use brain_mcp_transport::{
-    CallError, CallRequest, ClientOptions, Endpoint, McpClient, Progress, Secret,
+    Authorization, CallError, CallRequest, ClientBuildError, ClientOptions, Endpoint, Grant,
+    McpClient, PROGRESS_QUEUE, Progress, ProgressReceiver, Secret, progress_channel,
 };
 use brain_tools_config::{HostConfig, JsonObject, McpServer, Target, ToolBinding};
 use brain_tools_events::{
@@ -16,11 +12,12 @@ use brain_tools_events::{
 };
 use brain_tools_policy::{Allowed, Denied, Policy, PolicyError};
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, field};
 
 use crate::{
+    bindings::{GrantError, grant_of},
     executor::{HttpToolCall, HttpToolExecutor, HttpToolOutput},
     sink::EventSink,
 };
@@ -69,11 +66,18 @@ pub struct ModelTool {
     pub input_schema: JsonObject,
 }
 
-/// A config that cannot become a host (a schema that does not compile; loading a config
-/// from JSON already rules that out).
+/// Why a host could not be built.
 #[derive(Debug, thiserror::Error)]
-#[error(transparent)]
-pub struct BuildError(#[from] PolicyError);
+#[non_exhaustive]
+pub enum BuildError {
+    /// A schema that does not compile (loading a config from JSON already rules that
+    /// out).
+    #[error(transparent)]
+    Policy(#[from] PolicyError),
+    /// The MCP client could not be built (its TLS setup failed).
+    #[error(transparent)]
+    Client(#[from] ClientBuildError),
+}
 
 type TokenSource = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
@@ -83,6 +87,7 @@ pub struct ToolHostBuilder {
     client: Option<McpClient>,
     executor: Option<Arc<dyn HttpToolExecutor>>,
     tokens: TokenSource,
+    config_path: Option<String>,
 }
 
 impl fmt::Debug for ToolHostBuilder {
@@ -117,6 +122,14 @@ impl ToolHostBuilder {
         self
     }
 
+    /// The path of the host config file, named in the `mcp-tools login` command that an
+    /// `authorization_required` message tells the operator to run (default:
+    /// `<host-config.json>`).
+    pub fn config_path(mut self, path: impl Into<String>) -> Self {
+        self.config_path = Some(path.into());
+        self
+    }
+
     /// Compiles the policy and builds the host.
     pub fn build(self) -> Result<ToolHost, BuildError> {
         let policy = Policy::new(&self.config)?;
@@ -131,11 +144,15 @@ impl ToolHostBuilder {
             inner: Arc::new(Inner {
                 policy,
                 param_headers,
-                client: self
-                    .client
-                    .unwrap_or_else(|| McpClient::new(ClientOptions::default())),
+                client: match self.client {
+                    Some(client) => client,
+                    None => McpClient::new(ClientOptions::default())?,
+                },
                 executor: self.executor,
                 tokens: self.tokens,
+                config_path: self
+                    .config_path
+                    .unwrap_or_else(|| "<host-config.json>".to_owned()),
             }),
         })
     }
@@ -154,6 +171,8 @@ struct Inner {
     client: McpClient,
     executor: Option<Arc<dyn HttpToolExecutor>>,
     tokens: TokenSource,
+    /// Named in the login command of an `authorization_required` message.
+    config_path: String,
 }
 
 impl fmt::Debug for ToolHost {
@@ -178,6 +197,7 @@ impl ToolHost {
             client: None,
             executor: None,
             tokens: Arc::new(|name| std::env::var(name).ok()),
+            config_path: None,
         }
     }
 
@@ -280,15 +300,24 @@ impl ToolHost {
         };
         let binding = allowed.binding().clone();
         let limits = allowed.limits();
-        let (progress_tx, progress_rx) = mpsc::unbounded_channel();
+        // One deadline for steps 2 to 5, computed once.
+        let deadline = Instant::now() + limits.timeout;
+        let (progress_tx, progress_rx) = progress_channel(PROGRESS_QUEUE);
         let outcome = match &binding.target {
             Target::Mcp(mcp) => {
                 let (endpoint, token) = match self.endpoint(&mcp.server, tool) {
                     Ok(endpoint) => endpoint,
                     Err(error) => return ResultEvent::failure(header, error),
                 };
-                let request =
+                // An OAuth binding: the tenant's grant, its secrets read now.
+                let grant = match self.grant(&mcp.server, tool) {
+                    Ok(grant) => grant,
+                    Err(error) => return ResultEvent::failure(header, error),
+                };
+                let mut secrets: Vec<Secret> = token.into_iter().collect();
+                let mut request =
                     CallRequest::new(endpoint, &mcp.mcp_tool, &scope.call_id, limits.timeout)
+                        .deadline(deadline)
                         .arguments(arguments.as_object().cloned().unwrap_or_default())
                         .meta(scope_meta(scope))
                         .max_output_bytes(
@@ -297,11 +326,21 @@ impl ToolHost {
                         .cancel(cancel)
                         .progress(progress_tx)
                         .param_headers(self.inner.param_headers.contains(tool));
+                if let Some(grant) = grant {
+                    secrets.extend(grant_secrets(&grant));
+                    request = request.authorization(Authorization::new(&scope.tenant_id, grant));
+                }
                 let call = self.inner.client.call(request);
                 let outcome = stream(call, progress_rx, &header, sink).await;
                 outcome
                     .map(|outcome| McpResult::from_value(&outcome.result))
-                    .map_err(|error| call_failure(tool, &binding, &error, token.as_ref()))
+                    .map_err(|error| {
+                        let login = Login {
+                            config: &self.inner.config_path,
+                            tenant: &scope.tenant_id,
+                        };
+                        call_failure(tool, &binding, &error, &secrets, login)
+                    })
             }
             Target::Http(http) => {
                 let Some(executor) = self.inner.executor.clone() else {
@@ -325,12 +364,12 @@ impl ToolHost {
                     token,
                     arguments,
                     inspect_session: http.inspect_session.unwrap_or(false),
-                    deadline: Instant::now() + limits.timeout,
+                    deadline,
                     max_output_bytes: limits.max_output_bytes,
                     cancel: cancel.child_token(),
                     progress: progress_tx,
                 };
-                let executing = run_http(executor, call, limits.timeout, cancel, tool);
+                let executing = run_http(executor, call, &binding, cancel);
                 stream(executing, progress_rx, &header, sink)
                     .await
                     .map(|output: HttpToolOutput| {
@@ -372,10 +411,42 @@ impl ToolHost {
         Ok((crate::endpoint_of(server, bearer.clone()), bearer))
     }
 
-    /// A token, read from its variable now; unset or empty is a missing token.
+    /// The grant of an OAuth binding (`auth`), its secrets read now; `None` without `auth`.
+    fn grant(&self, server: &McpServer, tool: &str) -> Result<Option<Grant>, ToolError> {
+        let McpServer::Http {
+            auth: Some(auth), ..
+        } = server
+        else {
+            return Ok(None);
+        };
+        let tokens = &self.inner.tokens;
+        grant_of(auth, |variable| tokens(variable))
+            .map(Some)
+            .map_err(|error| {
+                let kind = match error {
+                    GrantError::Unsupported => ErrorKind::AuthorizationFailed,
+                    _ => ErrorKind::MissingToken,
+                };
+                ToolError::new(
+                    kind,
+                    Delivery::NotSent,
+                    format!("{tool} was not called because {error}"),
+                )
+            })
+    }
+
+    /// A token, read from its variable now; unset or empty is a missing token, and one
+    /// that cannot be sent in a header is named as such before anything is sent.
     fn token(&self, tool: &str, variable: &str) -> Result<Secret, ToolError> {
-        match (self.inner.tokens)(variable) {
-            Some(token) if !token.is_empty() => Ok(Secret::new(token)),
+        match (self.inner.tokens)(variable).map(Secret::new) {
+            Some(token) if token.is_header_safe() => Ok(token),
+            Some(token) if !token.expose().is_empty() => Err(ToolError::new(
+                ErrorKind::MissingToken,
+                Delivery::NotSent,
+                format!(
+                    "{tool} was not called because the value of {variable} is not a valid bearer token (it holds a space, a newline or another control character)"
+                ),
+            )),
             _ => Err(missing_token(tool, variable)),
         }
     }
@@ -406,11 +477,13 @@ fn scope_meta(scope: &CallScope) -> JsonObject {
     meta
 }
 
-/// Forwards progress as `tool.progress` events while the call runs, then every progress
-/// left in the channel: all progress is emitted before the result.
+/// Forwards progress as `tool.progress` events while the call runs, then what is left in
+/// the channel: all progress is emitted before the result. The call is polled first, so
+/// a flood of progress never holds back its deadline; the channel is bounded and drops
+/// the oldest update when the sink falls behind (progress is live-only).
 async fn stream<T>(
     call: impl Future<Output = T>,
-    mut progress: mpsc::UnboundedReceiver<Progress>,
+    mut progress: ProgressReceiver,
     header: &CallHeader,
     sink: &dyn EventSink,
 ) -> T {
@@ -426,11 +499,11 @@ async fn stream<T>(
     let outcome = loop {
         tokio::select! {
             biased;
-            Some(update) = progress.recv() => emit(update),
             outcome = &mut call => break outcome,
+            Some(update) = progress.recv() => emit(update),
         }
     };
-    while let Ok(update) = progress.try_recv() {
+    while let Some(update) = progress.try_recv() {
         emit(update);
     }
     outcome
@@ -439,17 +512,18 @@ async fn stream<T>(
 async fn run_http(
     executor: Arc<dyn HttpToolExecutor>,
     call: HttpToolCall,
-    timeout: Duration,
+    binding: &ToolBinding,
     cancel: CancellationToken,
-    tool: &str,
 ) -> Result<HttpToolOutput, ToolError> {
+    let tool = &binding.name;
     let inner_cancel = call.cancel.clone();
+    let deadline = call.deadline;
     let outcome = tokio::select! {
         outcome = executor.execute(call) => outcome,
-        () = tokio::time::sleep(timeout) => Err(ToolError::new(
+        () = tokio::time::sleep_until(deadline) => Err(ToolError::new(
             ErrorKind::Timeout,
             Delivery::Unknown,
-            format!("{tool} timed out after {} s", timeout.as_secs()),
+            format!("{tool} timed out after {} s", binding.timeout_seconds),
         )),
         () = cancel.cancelled() => Err(ToolError::new(
             ErrorKind::Cancelled,
@@ -492,49 +566,75 @@ fn missing_token(tool: &str, variable: &str) -> ToolError {
     )
 }
 
+/// A grant's own secrets, scrubbed from messages as a last line of defence.
+fn grant_secrets(grant: &Grant) -> Vec<Secret> {
+    use brain_mcp_transport::ClientAuthentication;
+    match grant {
+        Grant::ClientCredentials(grant) => match &grant.authentication {
+            ClientAuthentication::Secret { secret, .. } => vec![secret.clone()],
+            ClientAuthentication::PrivateKeyJwt { key, .. } => vec![key.clone()],
+            _ => Vec::new(),
+        },
+        Grant::AuthorizationCode(grant) => grant.client_secret.iter().cloned().collect(),
+        Grant::Enterprise(grant) => grant
+            .client_secret
+            .iter()
+            .chain(&grant.idp_client_secret)
+            .cloned()
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// What an `authorization_required` message tells the operator to run.
+struct Login<'a> {
+    config: &'a str,
+    tenant: &'a str,
+}
+
 fn call_failure(
     tool: &str,
     binding: &ToolBinding,
     error: &CallError,
-    token: Option<&Secret>,
+    secrets: &[Secret],
+    login: Login<'_>,
 ) -> ToolError {
-    use brain_mcp_transport::{Delivery as Sent, ErrorKind as Transport};
-    let (kind, message) = match error.kind() {
-        Transport::Connect => (
-            ErrorKind::Connect,
-            format!("{tool} failed: {}", error.detail()),
-        ),
-        Transport::HttpStatus => (
-            ErrorKind::HttpStatus,
-            format!("{tool} failed: {}", error.detail()),
-        ),
-        Transport::Timeout => (
-            ErrorKind::Timeout,
-            format!("{tool} timed out after {} s", binding.timeout_seconds),
-        ),
-        Transport::Cancelled => (ErrorKind::Cancelled, format!("{tool} was cancelled")),
-        Transport::OutputTooLarge => (
-            ErrorKind::OutputTooLarge,
+    // The transport's kind and delivery are the event's: only the sentence is ours.
+    let kind = error.kind();
+    let message = match kind {
+        ErrorKind::Timeout => format!("{tool} timed out after {} s", binding.timeout_seconds),
+        ErrorKind::Cancelled => format!("{tool} was cancelled"),
+        // The whole result came, and its shape (not its bytes) was past the bounds.
+        ErrorKind::OutputTooLarge if error.delivery() == Delivery::Delivered => {
             format!(
-                "{tool} returned more than its max_output_bytes ({} bytes)",
-                binding.max_output_bytes
-            ),
+                "{tool} returned a result this host does not take: {}",
+                error.detail()
+            )
+        }
+        ErrorKind::OutputTooLarge => format!(
+            "{tool} returned more than its max_output_bytes ({} bytes)",
+            binding.max_output_bytes
         ),
-        _ => (
-            ErrorKind::Protocol,
-            format!("{tool} failed: {}", error.detail()),
+        ErrorKind::AuthorizationRequired => format!(
+            "{tool} was not called because it needs the tenant to authorize: {}; run `mcp-tools login --config {} --tool {tool} --tenant {}`",
+            error.detail(),
+            login.config,
+            login.tenant
         ),
+        ErrorKind::AuthorizationFailed => format!(
+            "{tool} was not called because no access token could be obtained: {}",
+            error.detail()
+        ),
+        _ => format!("{tool} failed: {}", error.detail()),
     };
-    let delivery = match error.delivery() {
-        Sent::NotSent => Delivery::NotSent,
-        Sent::Delivered => Delivery::Delivered,
-        _ => Delivery::Unknown,
-    };
-    // Server text can echo anything back; the token never leaves in a message.
-    let message = match token {
-        Some(token) if !token.expose().is_empty() => message.replace(token.expose(), "<redacted>"),
-        _ => message,
-    };
+    let delivery = error.delivery();
+    // Server text can echo anything back; no secret leaves in a message.
+    let message = secrets
+        .iter()
+        .filter(|secret| !secret.expose().is_empty())
+        .fold(message, |message, secret| {
+            message.replace(secret.expose(), "<redacted>")
+        });
     ToolError::new(kind, delivery, message)
 }
 

@@ -18,6 +18,12 @@
 //! HTTP and SSE tools (bindings without `mcp_tool`) are handed to an
 //! [`HttpToolExecutor`] the host supplies.
 //!
+//! A binding with an `auth` object calls its server with the calling tenant's OAuth token
+//! ([`grant_of`] reads the grant's secrets from their variables at call time); a tenant
+//! without a usable grant gets `authorization_required`, with the `mcp-tools login`
+//! command to run. The client's [`ClientOptions`] take the credential store, the
+//! [`Authorizer`] and the [`IdentityTokenProvider`]; see `docs/auth.md`.
+//!
 //! ```no_run
 //! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
 //! use brain_tools::{CallScope, ToolHost};
@@ -35,13 +41,30 @@ mod executor;
 mod host;
 mod sink;
 
-pub use bindings::{Bound, bind_discovered, endpoint_of};
-pub use brain_mcp_transport::{
-    ClientOptions, ClientStats, EraPreference, McpClient, Progress, Secret, ServerRequestPolicy,
-};
+pub use bindings::{Bound, GrantError, bind_discovered, endpoint_of, grant_of};
 pub use executor::{HttpToolCall, HttpToolExecutor, HttpToolOutput};
 pub use host::{BuildError, CallScope, ModelTool, ToolHost, ToolHostBuilder};
 pub use sink::EventSink;
+
+// Everything a host needs from the layers below, so that it depends on this crate (and
+// `brain-tools-config` for loading) and nothing else. These types are part of this
+// crate's API: a breaking change in one is a breaking change here.
+pub use brain_mcp_transport::{
+    Authorization, AuthorizationCodeGrant, AuthorizationPrompt, Authorizer, CallError,
+    ClientAuthentication, ClientBuildError, ClientCredentialsGrant, ClientOptions, ClientStats,
+    CredentialStore, DEFAULT_DISCOVERY_BYTES, DEFAULT_REDIRECT_URI, DiscoveredTool, Discovery,
+    DiscoveryRequest, Endpoint, EnterpriseGrant, Era, EraPreference, FileCredentialStore, Grant,
+    GrantKey, GrantStatus, HostAuthError, HttpEndpoint, IdentityTokenProvider, MAX_AUTHORIZATIONS,
+    McpClient, MemoryCredentialStore, PROGRESS_QUEUE, Progress, ProgressReceiver, ProgressSender,
+    Secret, SecretMethod, ServerRequestPolicy, SigningAlgorithm, StdioEndpoint, StoreError,
+    StoredGrant, StoredGrantSummary, progress_channel,
+};
+pub use brain_tools_events::{
+    CallHeader, ContentBlock, Delivery, ErrorKind, McpResult, ProgressEvent, ResultEvent,
+    ToolError, ToolEvent,
+};
+pub use tokio::time::Instant;
+pub use tokio_util::sync::CancellationToken;
 
 /// The README's example compiles.
 #[cfg(doctest)]

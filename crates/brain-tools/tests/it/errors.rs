@@ -35,10 +35,8 @@ fn error(result: &ResultEvent) -> &ToolError {
 async fn every_kind_with_its_delivery_and_a_message_that_names_the_tool() {
     let server = server(Era::Legacy).await;
     let url = server.url();
-    let closed = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        format!("http://{}/mcp", listener.local_addr().unwrap())
-    };
+    let refused = brain_mcp_testkit::RefusedPort::new().unwrap();
+    let closed = refused.url();
     let structured_schema = json!({
         "type": "object",
         "required": ["city", "temperature"],
@@ -209,6 +207,8 @@ async fn every_kind_with_its_delivery_and_a_message_that_names_the_tool() {
             "CLOSED",
         );
     insta::assert_snapshot!(text);
+    // Warm sessions wait for calls until the client shuts down.
+    host.client().shutdown(Duration::from_secs(5)).await;
     let seen = server
         .wait_for(
             |c| c.open_sessions() == 0 && c.sessions_opened >= 5,
@@ -248,8 +248,19 @@ async fn refused_calls_never_reach_the_server() {
         error(&unknown).message.replace("admin_onlx", "X"),
         "a forbidden tool answers exactly like an unknown one"
     );
-    call(&host, "echo", json!({"message": ["not", "a", "string"]})).await;
-    call(&host, "needs_token", json!({})).await;
+    let invalid = call(&host, "echo", json!({"message": ["not", "a", "string"]}))
+        .await
+        .0;
+    let tokenless = call(&host, "needs_token", json!({})).await.0;
+    for (result, kind) in [
+        (&forbidden, ErrorKind::UnknownTool),
+        (&unknown, ErrorKind::UnknownTool),
+        (&invalid, ErrorKind::InvalidArguments),
+        (&tokenless, ErrorKind::MissingToken),
+    ] {
+        let error = error(result);
+        assert_eq!((error.kind, error.delivery), (kind, Delivery::NotSent));
+    }
     let seen = server.counters();
     assert_eq!(
         (seen.http_posts, seen.connections_accepted),
@@ -266,19 +277,19 @@ async fn cancel_mid_call_reaches_the_server_and_closes_the_session() {
         brain_tools::EraPreference::Auto,
     );
     let cancel = CancellationToken::new();
-    let trigger = cancel.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        trigger.cancel();
-    });
-    let (result, _) = call_as(
-        &host,
-        &CallScope::new("local", "s1", "c9"),
-        "hang",
-        json!({}),
-        cancel,
-    )
-    .await;
+    // Cancel once the server runs the tool: mid-call, whatever the machine's speed.
+    let cancel_mid_call = async {
+        let seen = server
+            .wait_for(|c| c.calls_in_flight == 1, Duration::from_secs(5))
+            .await;
+        assert_eq!(seen.calls_in_flight, 1, "the call reached the tool");
+        cancel.cancel();
+    };
+    let scope = CallScope::new("local", "s1", "c9");
+    let ((result, _), ()) = tokio::join!(
+        call_as(&host, &scope, "hang", json!({}), cancel.clone()),
+        cancel_mid_call,
+    );
     let error = error(&result);
     assert_eq!(
         (error.kind, error.delivery),

@@ -1,5 +1,6 @@
 //! ToolHost end to end against the testkit: both eras and stdio.
 
+mod auth;
 mod calls;
 mod concurrency;
 mod errors;

@@ -73,7 +73,7 @@ pub(crate) fn bindings(server: &Value, extra: &[(&str, Value)]) -> Value {
 pub(crate) fn host(config: &Value, era: EraPreference) -> ToolHost {
     let loaded = HostConfig::from_json_value_with_env(config, |_| true).expect("a valid config");
     ToolHost::builder(loaded.config)
-        .client(McpClient::new(ClientOptions::default().era(era)))
+        .client(McpClient::new(ClientOptions::default().era(era)).expect("the client builds"))
         .token_source(|name| (name == "TESTKIT_TOKEN").then(|| "tk-secret-123".to_owned()))
         .build()
         .unwrap()
