@@ -1,26 +1,51 @@
-//! `mcp-tools call`: one call through the real call path, events as JSON lines.
+//! `mcp-tools call`: one call through the real call path, printed for a person or as JSON
+//! lines.
 
 use std::{
-    io::Write,
-    time::{Duration, SystemTime, UNIX_EPOCH},
+    io::IsTerminal,
+    time::{SystemTime, UNIX_EPOCH},
 };
 
-use brain_tools::{CallScope, ClientOptions, McpClient, ToolHost};
-use brain_tools_events::ToolEvent;
-use tokio_util::sync::CancellationToken;
+use brain_tools::{CallScope, CancellationToken, ClientOptions, ToolHost};
 
-use crate::{Exit, Outcome, check::load, cli::CallArgs, discover::era};
+use crate::{
+    app::{CLOSE_GRACE, Exit, Outcome},
+    auth,
+    check::load,
+    cli::{CallArgs, Format},
+    discover::{client, era},
+    human::Paint,
+    logs::color_allowed,
+    printer::{Printer, STALL, Style},
+};
 
-/// How long closing sessions may take before the process exits.
-const CLOSE_GRACE: Duration = Duration::from_secs(5);
+/// The printing style `--format` asks for, given what stdout and stderr are.
+fn style(format: Format, stdout_is_terminal: bool, stderr_is_terminal: bool) -> Style {
+    let human = Style::Human {
+        paint: Paint::new(color_allowed(stdout_is_terminal)),
+        bar: stderr_is_terminal,
+    };
+    match format {
+        Format::Human => human,
+        Format::Json => Style::Json,
+        Format::Auto if stdout_is_terminal => human,
+        Format::Auto => Style::Json,
+    }
+}
 
 pub(crate) async fn run(args: CallArgs) -> Outcome {
     let arguments: serde_json::Value = serde_json::from_str(&args.args)
         .map_err(|error| Exit::Usage(format!("--args is not JSON: {error}")))?;
     let loaded = load(&args.config)?;
-    let client = McpClient::new(ClientOptions::default().era(era(args.era)));
+    let mut options = ClientOptions::default().era(era(args.era));
+    // Default: the library's (the user's credential directory).
+    if let Some(dir) = &args.store {
+        options = options.credential_store(auth::store(Some(dir))?.0);
+    }
+    let client = client(options)?;
     let host = ToolHost::builder(loaded.config)
         .client(client.clone())
+        .config_path(args.config.display().to_string())
         .build()
         .map_err(|error| Exit::Failed(error.to_string()))?;
     let call_id = args.call.unwrap_or_else(|| {
@@ -32,23 +57,55 @@ pub(crate) async fn run(args: CallArgs) -> Outcome {
     let scope = CallScope::new(args.tenant, args.session, call_id);
     let cancel = CancellationToken::new();
     let on_interrupt = cancel.clone();
-    tokio::spawn(async move {
+    let interrupt = tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
             on_interrupt.cancel();
         }
     });
-    let print = |event: ToolEvent| {
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{}", event.to_json_line());
-        let _ = out.flush();
-    };
+
+    let style = style(
+        args.format,
+        std::io::stdout().is_terminal(),
+        std::io::stderr().is_terminal(),
+    );
+    let printer = Printer::start(style, args.save_dir, std::io::stdout())
+        .map_err(|error| Exit::Failed(format!("cannot start the output thread: {error}")))?;
+    let sink = printer.sink();
+    // The sink hands the result to the printer as soon as the call has it; closing what
+    // the call left open gets a short grace alongside, never before.
     let result = host
-        .call(&scope, &args.tool, arguments, cancel, &print)
+        .call(&scope, &args.tool, arguments, cancel, &sink)
         .await;
-    client.shutdown(CLOSE_GRACE).await;
+    interrupt.abort();
+    let printed = tokio::task::spawn_blocking(move || printer.finish(STALL));
+    let ((), printed) = tokio::join!(client.shutdown(CLOSE_GRACE), printed);
+    match printed {
+        Ok(Ok(())) => {}
+        Ok(Err(message)) => return Err(Exit::Failed(message)),
+        Err(error) => return Err(Exit::Failed(format!("the output thread failed: {error}"))),
+    }
     if result.is_error {
         Err(Exit::Reported)
     } else {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_is_human_at_a_terminal_and_json_in_a_pipe() {
+        assert!(matches!(style(Format::Auto, false, true), Style::Json));
+        assert!(matches!(
+            style(Format::Auto, true, true),
+            Style::Human { bar: true, .. }
+        ));
+        assert!(matches!(
+            style(Format::Human, false, false),
+            Style::Human { bar: false, .. }
+        ));
+        assert!(matches!(style(Format::Json, true, true), Style::Json));
     }
 }

@@ -1,23 +1,27 @@
 //! `mcp-tools check`: validate a host config; with `--live`, compare each MCP binding
 //! with what its server lists now.
 
-use std::{path::Path, time::Duration};
+use std::path::Path;
 
-use brain_mcp_transport::{ClientOptions, DiscoveryRequest, McpClient};
-use brain_tools_config::{HostConfig, Loaded, McpServer, Target, ToolBinding};
+use brain_tools::{ClientOptions, GrantStatus, McpClient};
+use brain_tools_config::{HostConfig, Loaded, McpAuth, McpServer, Target, ToolBinding};
 use serde_json::Value;
 
 use crate::{
-    Exit, Outcome,
+    app::{CLOSE_GRACE, Exit, Outcome},
+    auth,
     cli::CheckArgs,
     diff::diff,
     discover::{discovery_failure, endpoint, token},
+    input, login,
+    models::{self, Subject},
+    progress::Spinner,
 };
 
-/// Reads and validates a host config; prints every problem (and warning) on stderr.
+/// Reads (at most [`input::MAX_CONFIG_BYTES`]) and validates a host config; prints every
+/// problem (and warning) on stderr.
 pub(crate) fn load(path: &Path) -> Result<Loaded, Exit> {
-    let bytes = std::fs::read(path)
-        .map_err(|error| Exit::Failed(format!("cannot read {}: {error}", path.display())))?;
+    let bytes = input::read_existing(path)?;
     match HostConfig::from_json_bytes(&bytes) {
         Ok(loaded) => {
             for warning in &loaded.warnings {
@@ -35,15 +39,123 @@ pub(crate) fn load(path: &Path) -> Result<Loaded, Exit> {
 pub(crate) async fn run(args: CheckArgs) -> Outcome {
     let loaded = load(&args.config)?;
     let tools = loaded.config.tools.len();
-    if !args.live {
+    let live = if args.live {
+        live(&args, &loaded).await
+    } else {
         println!(
             "{}: {tools} tool binding{} OK",
             args.config.display(),
             if tools == 1 { "" } else { "s" }
         );
+        Ok(())
+    };
+    let models = check_models(&args, &loaded);
+    live.and(models)
+}
+
+/// `--models`: the report on stdout; with `--strict`, any finding fails the check.
+fn check_models(args: &CheckArgs, loaded: &Loaded) -> Outcome {
+    if args.models.is_empty() {
         return Ok(());
     }
-    let client = McpClient::new(ClientOptions::default());
+    let subjects: Vec<Subject<'_>> = loaded
+        .config
+        .tools
+        .iter()
+        .enumerate()
+        .map(|(index, binding)| Subject::of(index, binding))
+        .collect();
+    let report = models::check(&subjects, &args.models).map_err(Exit::Failed)?;
+    print!("{}", report.render());
+    if args.strict && !report.is_empty() {
+        return Err(Exit::Failed(format!("{} (--strict)", report.count())));
+    }
+    Ok(())
+}
+
+/// The tenants of a server's bindings with a usable grant, first one first; prints a line
+/// for each tenant without one (with the login command to run), and counts them.
+async fn grants(
+    args: &CheckArgs,
+    client: &McpClient,
+    url: &str,
+    server_auth: &McpAuth,
+    bindings: &[&ToolBinding],
+    missing: &mut usize,
+) -> Result<Vec<String>, Exit> {
+    let mut tenants: Vec<&str> = Vec::new();
+    for binding in bindings {
+        for tenant in &binding.tenants {
+            if !tenants.contains(&tenant.as_str()) {
+                tenants.push(tenant);
+            }
+        }
+    }
+    let mut usable = Vec::new();
+    for tenant in tenants {
+        let names: Vec<&str> = bindings
+            .iter()
+            .filter(|binding| binding.tenants.iter().any(|t| t == tenant))
+            .map(|binding| binding.name.as_str())
+            .collect();
+        let login = format!(
+            "mcp-tools login {} --tenant {}{}",
+            auth::binding_flags(&args.config, names[0]),
+            auth::shell_word(tenant),
+            args.store
+                .as_ref()
+                .map(|dir| format!(" --store {}", auth::shell_word(&dir.display().to_string())))
+                .unwrap_or_default()
+        );
+        let authorization = auth::stored_authorization(tenant, server_auth)?;
+        match client.grant_status(url, &authorization).await {
+            Ok(GrantStatus::Stored(summary)) if summary.usable => {
+                println!(
+                    "{}: tenant {tenant}'s grant: {}",
+                    names.join(", "),
+                    login::describe(&summary)
+                );
+                usable.push(tenant.to_owned());
+            }
+            Ok(GrantStatus::Stored(summary)) => {
+                *missing += 1;
+                println!(
+                    "{}: tenant {tenant}'s grant can no longer be used ({}); run `{login}`",
+                    names.join(", "),
+                    login::describe(&summary)
+                );
+            }
+            Ok(GrantStatus::Missing) => {
+                *missing += 1;
+                println!(
+                    "{}: tenant {tenant} has no grant for {url}; run `{login}`",
+                    names.join(", ")
+                );
+            }
+            // Tokens are obtained at call time: nothing to check in a store.
+            Ok(_) => usable.push(tenant.to_owned()),
+            Err(error) => {
+                *missing += 1;
+                println!(
+                    "{}: cannot read tenant {tenant}'s grant: {}",
+                    names.join(", "),
+                    error.detail()
+                );
+            }
+        }
+    }
+    Ok(usable)
+}
+
+/// `--live`: each MCP binding compared with what its server lists now.
+async fn live(args: &CheckArgs, loaded: &Loaded) -> Outcome {
+    let mut options = ClientOptions::default();
+    // Default: the library's (the user's credential directory).
+    if let Some(dir) = &args.store {
+        options = options.credential_store(auth::store(Some(dir))?.0);
+    }
+    let client = crate::discover::client(options)?;
+    let mut missing = 0;
     // One discovery per server, shared by its bindings.
     let mut servers: Vec<(&McpServer, Vec<&ToolBinding>)> = Vec::new();
     for binding in &loaded.config.tools {
@@ -73,18 +185,45 @@ pub(crate) async fn run(args: CheckArgs) -> Outcome {
             Err(other) => return Err(other),
         };
         let endpoint = endpoint(server, bearer);
-        let found = client
-            .discover(DiscoveryRequest::new(
-                endpoint,
-                Duration::from_secs(args.discovery_timeout),
-            ))
-            .await;
+        let mut request = args.limits.request(endpoint);
+        if let McpServer::Http {
+            url,
+            auth: Some(server_auth),
+            ..
+        } = server
+        {
+            let usable = grants(args, &client, url, server_auth, &bindings, &mut missing).await?;
+            // The listing carries a tenant's grant: the first one with a usable grant.
+            let Some(tenant) = usable.first() else {
+                report(
+                    &bindings,
+                    "no tenant of these bindings has a usable grant to list the server with",
+                );
+                differences += bindings.len();
+                continue;
+            };
+            match auth::authorization(tenant, server_auth) {
+                Ok(authorization) => request = request.authorization(authorization),
+                Err(Exit::Failed(message)) => {
+                    report(&bindings, &message);
+                    differences += bindings.len();
+                    continue;
+                }
+                Err(other) => return Err(other),
+            }
+        }
+        let spinner = Spinner::start(format!(
+            "listing the tools of {}",
+            request.endpoint.describe()
+        ));
+        let found = client.discover(request).await;
+        drop(spinner);
         let found = match found {
             Ok(found) => found,
             Err(error) => {
                 report(
                     &bindings,
-                    &discovery_failure(&error, args.discovery_timeout),
+                    &discovery_failure(&error, args.limits.discovery_timeout),
                 );
                 differences += bindings.len();
                 continue;
@@ -142,7 +281,13 @@ pub(crate) async fn run(args: CheckArgs) -> Outcome {
             }
         }
     }
-    client.shutdown(Duration::from_secs(5)).await;
+    client.shutdown(CLOSE_GRACE).await;
+    if missing > 0 {
+        eprintln!(
+            "mcp-tools: {missing} tenant grant{} missing or unusable",
+            if missing == 1 { " is" } else { "s are" },
+        );
+    }
     if differences > 0 {
         eprintln!(
             "mcp-tools: {differences} binding{} {} from their servers",
@@ -153,6 +298,8 @@ pub(crate) async fn run(args: CheckArgs) -> Outcome {
                 "differ"
             }
         );
+    }
+    if differences > 0 || missing > 0 {
         Err(Exit::Reported)
     } else {
         Ok(())

@@ -1,20 +1,54 @@
-//! Discovery: list a server's tools and print them as bindings.
+//! Discovery: list a server's tools and print them as bindings, or merge them into a
+//! host config.
 
 use std::time::Duration;
 
-use brain_mcp_transport::{
-    ClientOptions, DiscoveredTool, DiscoveryRequest, Endpoint, EraPreference, ErrorKind, McpClient,
-    Secret,
+use brain_tools::{
+    CallError, ClientOptions, DiscoveredTool, DiscoveryRequest, Endpoint, EraPreference, ErrorKind,
+    McpClient, Secret,
 };
-use brain_tools_config::{HostConfig, McpServer, StdioCommand, ToolBinding};
+use brain_tools_config::{HostConfig, McpServer, McpTarget, StdioCommand, Target, ToolBinding};
 
 use crate::{
-    Exit, Outcome,
-    cli::{DiscoverArgs, EraArg},
+    app::{CLOSE_GRACE, Exit, Outcome},
+    auth,
+    cli::{DiscoverArgs, DiscoveryLimits, EraArg},
+    input, merge,
+    models::{self, Subject},
+    progress::Spinner,
 };
 
-/// How long closing sessions may take before the process exits.
-const CLOSE_GRACE: Duration = Duration::from_secs(5);
+impl DiscoveryLimits {
+    /// A discovery request for `endpoint` within these limits.
+    pub(crate) fn request(&self, endpoint: Endpoint) -> DiscoveryRequest {
+        DiscoveryRequest::new(endpoint, Duration::from_secs(self.discovery_timeout))
+            .max_bytes(usize::try_from(self.discovery_max_bytes).unwrap_or(usize::MAX))
+    }
+}
+
+/// What `-tools` and `--merge` know of a listed tool.
+#[derive(Debug, Clone, Copy)]
+struct Listed<'a> {
+    name: &'a str,
+    task_support: Option<&'a str>,
+}
+
+impl<'a> From<&'a DiscoveredTool> for Listed<'a> {
+    fn from(tool: &'a DiscoveredTool) -> Self {
+        Self {
+            name: &tool.name,
+            task_support: tool.task_support.as_deref(),
+        }
+    }
+}
+
+/// The tools chosen, by index into the listing, and those left out because this client
+/// cannot call them.
+#[derive(Debug, PartialEq)]
+struct Chosen {
+    indices: Vec<usize>,
+    needs_tasks: Vec<String>,
+}
 
 pub(crate) fn era(era: EraArg) -> EraPreference {
     match era {
@@ -47,56 +81,257 @@ pub(crate) fn stdio_command(command: &str) -> Result<StdioCommand, Exit> {
     Ok(StdioCommand::new(program, words))
 }
 
+/// The MCP client of a run.
+pub(crate) fn client(options: ClientOptions) -> Result<McpClient, Exit> {
+    McpClient::new(options).map_err(|error| Exit::Failed(error.to_string()))
+}
+
 pub(crate) fn endpoint(server: &McpServer, bearer: Option<Secret>) -> Endpoint {
     brain_tools::endpoint_of(server, bearer)
 }
 
 /// What a failed discovery prints.
-pub(crate) fn discovery_failure(error: &brain_mcp_transport::CallError, timeout: u64) -> String {
+pub(crate) fn discovery_failure(error: &CallError, timeout: u64) -> String {
     match error.kind() {
         ErrorKind::Timeout => format!("discovery took longer than {timeout} s"),
         _ => format!("discovery failed: {}", error.detail()),
     }
 }
 
+/// The server to list: `-url` (with `-token-env` or `--auth`), `--command`, or the
+/// server of a config's binding (`--config F --tool B`), and how to name it in a login
+/// command.
+fn server(args: &DiscoverArgs) -> Result<(McpServer, Option<String>), Exit> {
+    match (&args.url, &args.command, &args.config, &args.tool) {
+        (Some(url), None, None, _) => {
+            let mut server = McpServer::http(url.clone(), args.token_env.clone());
+            let mut flags = None;
+            if let Some(text) = &args.auth {
+                let parsed = auth::parse_auth(text)?;
+                if let McpServer::Http { auth: slot, .. } = &mut server {
+                    *slot = Some(parsed);
+                }
+                flags = Some(format!(
+                    "--url {} --auth {}",
+                    auth::shell_word(url),
+                    auth::shell_word(text)
+                ));
+            }
+            Ok((server, flags))
+        }
+        (None, Some(command), None, _) => {
+            if args.auth.is_some() {
+                return Err(Exit::Usage(
+                    "--auth is for HTTP servers (-url); pass a stdio server's secrets in its environment".into(),
+                ));
+            }
+            Ok((McpServer::Stdio(stdio_command(command)?), None))
+        }
+        (None, None, Some(config), Some(tool)) => {
+            let loaded = crate::check::load(config)?;
+            let binding = auth::find_binding(&loaded.config.tools, tool, config)?;
+            let Some(mcp) = binding.mcp() else {
+                return Err(Exit::Failed(format!(
+                    "{tool} is not bound to an MCP server; its server cannot be listed"
+                )));
+            };
+            Ok((mcp.server.clone(), Some(auth::binding_flags(config, tool))))
+        }
+        _ => Err(Exit::Usage(
+            "give -url, --command, or --config FILE --tool NAME".into(),
+        )),
+    }
+}
+
 pub(crate) async fn run(args: DiscoverArgs) -> Outcome {
     let tenants = tenants(&args.tenant)?;
-    let server = match (&args.url, &args.command) {
-        (Some(url), None) => McpServer::Http {
-            url: url.clone(),
-            token_env: args.token_env.clone(),
-        },
-        (None, Some(command)) => McpServer::Stdio(stdio_command(command)?),
-        _ => return Err(Exit::Usage("give --url or --command".into())),
+    unique(&args.tools)?;
+    let (server, login_flags) = server(&args)?;
+    let token_env = match &server {
+        McpServer::Http { token_env, .. } => token_env.as_deref(),
+        _ => None,
     };
-    let bearer = token(args.token_env.as_deref())?;
+    let bearer = token(token_env)?;
     let endpoint = endpoint(&server, bearer);
     let described = endpoint.describe();
+    let mut request = args.limits.request(endpoint);
+    let mut options = ClientOptions::default().era(era(args.era));
+    // A server that wants OAuth: the listing carries the first tenant's grant. A tenant
+    // without one authorizes here at a terminal; elsewhere, the error names the login.
+    let oauth = match &server {
+        McpServer::Http {
+            auth: Some(server_auth),
+            ..
+        } => {
+            if let Some(dir) = &args.store {
+                options = options.credential_store(auth::store(Some(dir))?.0);
+            }
+            let delegated = matches!(server_auth, brain_tools_config::McpAuth::OAuth(_));
+            if delegated && auth::interactive() {
+                options = options.authorizer(std::sync::Arc::new(auth::LoopbackAuthorizer));
+            }
+            request = request.authorization(auth::authorization(&tenants[0], server_auth)?);
+            Some(delegated && auth::interactive())
+        }
+        _ => None,
+    };
 
-    let client = McpClient::new(ClientOptions::default().era(era(args.era)));
-    let found = client
-        .discover(DiscoveryRequest::new(
-            endpoint,
-            Duration::from_secs(args.discovery_timeout),
-        ))
-        .await;
+    let client = client(options)?;
+    // The login prompt, if any, needs stderr to itself.
+    let spinner =
+        (oauth != Some(true)).then(|| Spinner::start(format!("listing the tools of {described}")));
+    let found = client.discover(request).await;
+    drop(spinner);
+    let found = match found {
+        Ok(found) => found,
+        Err(error) => {
+            // Say so at the deadline; closing gets a short grace after that.
+            eprintln!(
+                "mcp-tools: {}",
+                discovery_failure(&error, args.limits.discovery_timeout)
+            );
+            if error.kind() == ErrorKind::AuthorizationRequired
+                && let Some(flags) = &login_flags
+            {
+                eprintln!(
+                    "mcp-tools: authorize tenant {} first: mcp-tools login {flags} --tenant {}{}",
+                    tenants[0],
+                    auth::shell_word(&tenants[0]),
+                    args.store
+                        .as_ref()
+                        .map(|dir| format!(
+                            " --store {}",
+                            auth::shell_word(&dir.display().to_string())
+                        ))
+                        .unwrap_or_default()
+                );
+            }
+            client.shutdown(CLOSE_GRACE).await;
+            return Err(Exit::Reported);
+        }
+    };
+    let outcome = output(&args, &found.tools, &server, &tenants, &described);
     client.shutdown(CLOSE_GRACE).await;
-    let found =
-        found.map_err(|error| Exit::Failed(discovery_failure(&error, args.discovery_timeout)))?;
+    outcome
+}
 
-    let chosen = choose(&found.tools, &args.tools, &described)?;
-    let bound = brain_tools::bind_discovered(&chosen, &server, &tenants);
-    for (tool, binding) in &bound.renamed {
+/// Everything after the listing: choose, bind, check, print or merge.
+fn output(
+    args: &DiscoverArgs,
+    tools: &[DiscoveredTool],
+    server: &McpServer,
+    tenants: &[String],
+    described: &str,
+) -> Outcome {
+    let listed: Vec<Listed<'_>> = tools.iter().map(Listed::from).collect();
+    let chosen = choose(&listed, &args.tools, described)?;
+    for name in &chosen.needs_tasks {
         eprintln!(
-            "mcp-tools: note: tool {tool:?} is bound as {binding:?} (binding names are ^[A-Za-z0-9_-]{{1,64}}$ and unique)"
+            "mcp-tools: note: left out {name:?}: it requires task-augmented execution (execution.taskSupport \"required\"), which this client cannot run"
         );
     }
-    let bindings = bound.bindings;
+    let chosen: Vec<&DiscoveredTool> = chosen.indices.iter().map(|&i| &tools[i]).collect();
+    let bindings = bind(&chosen, server, tenants, args.prefix.as_deref());
+
+    if let Some(path) = &args.merge {
+        let original = input::read_bounded(path)?;
+        let shown = path.display().to_string();
+        let plan = merge::plan(original.as_deref(), &shown, &bindings, args.replace)?;
+        let changed: Vec<&str> = plan.changes.iter().map(|c| c.name.as_str()).collect();
+        for warning in &plan.loaded.warnings {
+            if warning
+                .tool
+                .as_deref()
+                .is_some_and(|tool| changed.contains(&tool))
+            {
+                eprintln!("warning: {warning}");
+            }
+        }
+        let subjects: Vec<Subject<'_>> = plan
+            .loaded
+            .config
+            .tools
+            .iter()
+            .enumerate()
+            .map(|(index, binding)| {
+                Subject::of(index, binding).reported(changed.contains(&binding.name.as_str()))
+            })
+            .collect();
+        models(args, &subjects)?;
+        if plan.writes() {
+            merge::write_atomically(path, &plan.bytes).map_err(|error| {
+                Exit::Failed(format!("cannot write {shown}: {error}; it is unchanged"))
+            })?;
+        }
+        print!("{}", merge::summary(&plan, &shown));
+        return Ok(());
+    }
+
     review(&bindings);
+    let subjects: Vec<Subject<'_>> = bindings
+        .iter()
+        .enumerate()
+        .map(|(index, binding)| Subject::of(index, binding))
+        .collect();
+    models(args, &subjects)?;
     let json = serde_json::to_string_pretty(&bindings)
         .map_err(|error| Exit::Failed(format!("cannot print the bindings: {error}")))?;
     println!("{json}");
     Ok(())
+}
+
+/// `--models` on discovery: the report on stderr; with `--strict`, any finding stops
+/// the run before anything is printed or written.
+fn models(args: &DiscoverArgs, subjects: &[Subject<'_>]) -> Outcome {
+    if args.models.is_empty() {
+        return Ok(());
+    }
+    let report = models::check(subjects, &args.models).map_err(Exit::Failed)?;
+    eprint!("{}", report.render());
+    if args.strict && !report.is_empty() {
+        return Err(Exit::Failed(format!(
+            "{} (--strict): nothing {}",
+            report.count(),
+            if args.merge.is_some() {
+                "was merged"
+            } else {
+                "is printed"
+            }
+        )));
+    }
+    Ok(())
+}
+
+/// Bindings for the chosen tools: named PREFIX + the server's name (cleaned when it is
+/// not a valid binding name), `mcp_tool` the server's name.
+fn bind(
+    tools: &[&DiscoveredTool],
+    server: &McpServer,
+    tenants: &[String],
+    prefix: Option<&str>,
+) -> Vec<ToolBinding> {
+    let prefix = prefix.unwrap_or_default();
+    let named: Vec<DiscoveredTool> = tools
+        .iter()
+        .map(|tool| {
+            let mut tool = (*tool).clone();
+            tool.name = format!("{prefix}{}", tool.name);
+            tool
+        })
+        .collect();
+    let named: Vec<&DiscoveredTool> = named.iter().collect();
+    let mut bindings = brain_tools::bind_discovered(&named, server, tenants).bindings;
+    for (binding, tool) in bindings.iter_mut().zip(tools) {
+        binding.target = Target::Mcp(McpTarget::new(server.clone(), tool.name.clone()));
+        let wanted = format!("{prefix}{}", tool.name);
+        if binding.name != wanted {
+            eprintln!(
+                "mcp-tools: note: tool {:?} is bound as {:?} (binding names are ^[A-Za-z0-9_-]{{1,64}}$ and unique)",
+                tool.name, binding.name
+            );
+        }
+    }
+    bindings
 }
 
 fn tenants(given: &[String]) -> Result<Vec<String>, Exit> {
@@ -113,14 +348,31 @@ fn tenants(given: &[String]) -> Result<Vec<String>, Exit> {
     Ok(tenants)
 }
 
-/// The named tools (in the order named), or every tool.
-fn choose<'a>(
-    tools: &'a [DiscoveredTool],
-    names: &[String],
-    described: &str,
-) -> Result<Vec<&'a DiscoveredTool>, Exit> {
+/// `-tools a,a` names a tool twice: a usage error, not two bindings.
+fn unique(names: &[String]) -> Result<(), Exit> {
+    for (i, name) in names.iter().enumerate() {
+        if names[..i].contains(name) {
+            return Err(Exit::Usage(format!(
+                "-tools names {name:?} twice; name each tool once"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The named tools (in the order named), or every tool this client can call.
+fn choose(tools: &[Listed<'_>], names: &[String], described: &str) -> Result<Chosen, Exit> {
+    let needs_tasks = |tool: &Listed<'_>| tool.task_support == Some("required");
     if names.is_empty() {
-        return Ok(tools.iter().collect());
+        let (needing, callable): (Vec<usize>, Vec<usize>) =
+            (0..tools.len()).partition(|&i| needs_tasks(&tools[i]));
+        return Ok(Chosen {
+            indices: callable,
+            needs_tasks: needing
+                .into_iter()
+                .map(|i| tools[i].name.to_owned())
+                .collect(),
+        });
     }
     let missing: Vec<&str> = names
         .iter()
@@ -128,7 +380,7 @@ fn choose<'a>(
         .filter(|name| !tools.iter().any(|tool| tool.name == *name))
         .collect();
     if !missing.is_empty() {
-        let mut available: Vec<&str> = tools.iter().map(|tool| tool.name.as_str()).collect();
+        let mut available: Vec<&str> = tools.iter().map(|tool| tool.name).collect();
         let more = available.len().saturating_sub(30);
         available.truncate(30);
         let more = if more > 0 {
@@ -151,10 +403,22 @@ fn choose<'a>(
             }
         )));
     }
-    Ok(names
-        .iter()
-        .filter_map(|name| tools.iter().find(|tool| tool.name == *name))
-        .collect())
+    let mut indices = Vec::new();
+    for name in names {
+        let Some(index) = tools.iter().position(|tool| tool.name == *name) else {
+            continue;
+        };
+        if needs_tasks(&tools[index]) {
+            return Err(Exit::Failed(format!(
+                "{name} requires task-augmented execution (execution.taskSupport \"required\"), which this client cannot run; leave it out of -tools"
+            )));
+        }
+        indices.push(index);
+    }
+    Ok(Chosen {
+        indices,
+        needs_tasks: Vec::new(),
+    })
 }
 
 /// Loads the bindings as the host would and says (on stderr) what needs editing first.
@@ -165,5 +429,80 @@ fn review(bindings: &[ToolBinding]) {
         for error in errors.errors() {
             eprintln!("  {error}");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listed(name: &'static str, task_support: Option<&'static str>) -> Listed<'static> {
+        Listed { name, task_support }
+    }
+
+    fn names(names: &[&str]) -> Vec<String> {
+        names.iter().map(|name| name.to_string()).collect()
+    }
+
+    fn failed(outcome: Result<Chosen, Exit>) -> String {
+        match outcome {
+            Err(Exit::Failed(message)) => message,
+            other => panic!("not a failure: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn every_tool_but_those_that_require_tasks() {
+        let tools = [
+            listed("echo", None),
+            listed("batch", Some("required")),
+            listed("search", Some("optional")),
+        ];
+        assert_eq!(
+            choose(&tools, &[], "srv").unwrap(),
+            Chosen {
+                indices: vec![0, 2],
+                needs_tasks: vec!["batch".into()],
+            }
+        );
+    }
+
+    #[test]
+    fn named_tools_in_the_order_named() {
+        let tools = [listed("echo", None), listed("search", Some("forbidden"))];
+        assert_eq!(
+            choose(&tools, &names(&["search", "echo"]), "srv")
+                .unwrap()
+                .indices,
+            [1, 0]
+        );
+    }
+
+    #[test]
+    fn a_named_tool_that_requires_tasks_is_an_error() {
+        let tools = [listed("echo", None), listed("batch", Some("required"))];
+        let message = failed(choose(&tools, &names(&["echo", "batch"]), "srv"));
+        assert!(
+            message.starts_with("batch requires task-augmented execution"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn a_missing_tool_names_what_exists() {
+        let tools = [listed("echo", None), listed("search", None)];
+        assert_eq!(
+            failed(choose(&tools, &names(&["fetch", "echo"]), "http://h/mcp")),
+            "http://h/mcp has no tool named fetch; it has: echo, search"
+        );
+    }
+
+    #[test]
+    fn a_tool_named_twice_is_a_usage_error() {
+        assert!(unique(&names(&["echo", "search"])).is_ok());
+        assert!(matches!(
+            unique(&names(&["echo", "search", "echo"])),
+            Err(Exit::Usage(message)) if message == "-tools names \"echo\" twice; name each tool once"
+        ));
     }
 }

@@ -3,23 +3,7 @@
 use brain_mcp_testkit::Era;
 use serde_json::{Value, json};
 
-use crate::support::{mcp_tools, redact, server};
-
-fn config(dir: &tempfile::TempDir, tools: Value) -> String {
-    let path = dir.path().join("host.json");
-    std::fs::write(
-        &path,
-        serde_json::to_vec_pretty(&json!({"tools": tools})).unwrap(),
-    )
-    .unwrap();
-    path.to_string_lossy().into_owned()
-}
-
-async fn discovered(url: &str, tools: &str) -> Value {
-    let run = mcp_tools(&["-url", url, "-tenant", "local", "-tools", tools], &[]).await;
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    serde_json::from_str(&run.stdout).unwrap()
-}
+use crate::support::{config, discovered, mcp_tools, redact, server};
 
 #[tokio::test]
 async fn call_prints_events_as_json_lines_and_exits_by_the_result() {

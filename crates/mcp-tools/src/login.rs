@@ -1,0 +1,177 @@
+//! `mcp-tools login` and `mcp-tools logout`: make or remove a tenant's grant for the
+//! server of an OAuth binding.
+
+use std::{
+    sync::Arc,
+    time::{Duration, SystemTime},
+};
+
+use brain_tools::{ClientOptions, ErrorKind, GrantStatus, StoredGrantSummary};
+use brain_tools_config::McpAuth;
+
+use crate::{
+    app::{CLOSE_GRACE, Exit, Outcome},
+    auth::{self, LoopbackAuthorizer, Protected},
+    cli::{GrantTarget, LoginArgs, LogoutArgs},
+    discover::{client, era},
+};
+
+/// The tenant must be one the binding is for: a grant for any other would never be used.
+fn check_tenant(target: &Protected, args: &GrantTarget) -> Result<(), Exit> {
+    let tenant = args.tenant.trim();
+    if tenant.is_empty() {
+        return Err(Exit::Usage("the tenant name is empty".into()));
+    }
+    if let Some(tenants) = &target.tenants
+        && !tenants.iter().any(|t| t == tenant)
+    {
+        return Err(Exit::Failed(format!(
+            "the binding is not for tenant {tenant} (its tenants: {}); a grant for it would never be used",
+            tenants.join(", ")
+        )));
+    }
+    Ok(())
+}
+
+/// When an access token expires, for a person: `in 59 min`, `expired`.
+fn expiry(at: Option<SystemTime>) -> String {
+    let Some(at) = at else {
+        return "no expiry given".to_owned();
+    };
+    match at.duration_since(SystemTime::now()) {
+        Ok(left) if left >= Duration::from_secs(120 * 60) => {
+            format!("expires in {} h", left.as_secs() / 3600)
+        }
+        Ok(left) if left >= Duration::from_secs(120) => {
+            format!("expires in {} min", left.as_secs() / 60)
+        }
+        Ok(left) => format!("expires in {} s", left.as_secs()),
+        Err(_) => "expired".to_owned(),
+    }
+}
+
+/// A stored grant, in one line.
+pub(crate) fn describe(summary: &StoredGrantSummary) -> String {
+    format!(
+        "issuer {}; scopes {}; access token {}; {}",
+        summary.key.issuer,
+        if summary.scopes.is_empty() {
+            "(none named)".to_owned()
+        } else {
+            summary.scopes.join(" ")
+        },
+        expiry(summary.expires_at),
+        if summary.refreshable {
+            "refreshed with its refresh token"
+        } else {
+            "no refresh token (log in again when it expires)"
+        }
+    )
+}
+
+pub(crate) async fn login(args: LoginArgs) -> Outcome {
+    let target = auth::target(&args.target)?;
+    check_tenant(&target, &args.target)?;
+    let tenant = args.target.tenant.trim();
+    if let McpAuth::Enterprise(_) = target.auth {
+        return Err(Exit::Failed(
+            "enterprise-managed authorization has nothing to log in to: the host supplies each tenant's identity token at call time (docs/auth.md)".into(),
+        ));
+    }
+    let authorization = auth::authorization(tenant, &target.auth)?;
+    let (store, dir) = auth::store(args.target.store.as_deref())?;
+    let client = client(
+        ClientOptions::default()
+            .era(era(args.era))
+            .credential_store(store),
+    )?;
+    let authorized = client
+        .authorize(
+            &target.url,
+            &authorization,
+            Arc::new(LoopbackAuthorizer),
+            Duration::from_secs(args.timeout),
+        )
+        .await;
+    client.shutdown(CLOSE_GRACE).await;
+    match authorized {
+        Ok(GrantStatus::Stored(summary)) => {
+            println!(
+                "tenant {tenant} is authorized for {}: {}; stored in {}",
+                target.url,
+                describe(&summary),
+                dir.display()
+            );
+            Ok(())
+        }
+        Ok(GrantStatus::AtCallTime) => {
+            println!(
+                "{}: a token was obtained for tenant {tenant}; {} tokens are obtained at call time, so nothing is stored",
+                target.url,
+                target.auth.type_name()
+            );
+            Ok(())
+        }
+        Ok(GrantStatus::Missing) => Err(Exit::Failed(format!(
+            "{} listed its tools without asking for authorization, so there was nothing to authorize and no grant is stored",
+            target.url
+        ))),
+        Ok(other) => Err(Exit::Failed(format!(
+            "the grant is in an unexpected state: {other:?}"
+        ))),
+        Err(error) if error.kind() == ErrorKind::Timeout => Err(Exit::Failed(format!(
+            "the authorization was not complete within {} s (--timeout); no grant is stored",
+            args.timeout
+        ))),
+        Err(error) => Err(Exit::Failed(format!(
+            "the authorization failed: {}; no grant is stored",
+            error.detail()
+        ))),
+    }
+}
+
+pub(crate) async fn logout(args: LogoutArgs) -> Outcome {
+    let target = auth::target(&args.target)?;
+    let tenant = args.target.tenant.trim();
+    if tenant.is_empty() {
+        return Err(Exit::Usage("the tenant name is empty".into()));
+    }
+    let authorization = auth::stored_authorization(tenant, &target.auth)?;
+    let (store, dir) = auth::store(args.target.store.as_deref())?;
+    let client = client(ClientOptions::default().credential_store(store))?;
+    // `forget_grant` counts the pinned issuer's key whether or not a grant was there: ask
+    // the store first.
+    let stored = client.grant_status(&target.url, &authorization).await;
+    let removed = match stored {
+        Ok(GrantStatus::Missing) => Ok(0),
+        Ok(_) => client.forget_grant(&target.url, &authorization).await,
+        Err(error) => Err(error),
+    };
+    client.shutdown(CLOSE_GRACE).await;
+    let removed = removed.map_err(|error| {
+        Exit::Failed(format!(
+            "cannot remove the grant from {}: {}",
+            dir.display(),
+            error.detail()
+        ))
+    })?;
+    match (&target.auth, removed) {
+        (McpAuth::OAuth(_), 0) => println!(
+            "tenant {tenant} had no grant for {} in {}; nothing to remove",
+            target.url,
+            dir.display()
+        ),
+        (McpAuth::OAuth(_), removed) => println!(
+            "removed {removed} grant{} of tenant {tenant} for {} from {}",
+            if removed == 1 { "" } else { "s" },
+            target.url,
+            dir.display()
+        ),
+        (auth, _) => println!(
+            "{}: {} tokens are kept in memory only, never stored; nothing to remove",
+            target.url,
+            auth.type_name()
+        ),
+    }
+    Ok(())
+}

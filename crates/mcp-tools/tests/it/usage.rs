@@ -1,0 +1,148 @@
+//! The command line refuses bad input with exit 2 and one line, before connecting; inputs
+//! are bounded.
+
+use std::time::Duration;
+
+use brain_mcp_testkit::Era;
+
+use crate::support::{mcp_tools, server};
+
+/// Each case: exit 2, nothing on stdout, one line on stderr that says what is wrong,
+/// and the server never sees a connection.
+#[tokio::test]
+async fn bad_command_lines_are_usage_errors_of_one_line() {
+    let server = server(Era::Legacy).await;
+    let url = server.url();
+    let no_scheme = url.trim_start_matches("http://").to_owned();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec![
+                "-url",
+                &url,
+                "-tenant",
+                "local",
+                "-discovery-timeout",
+                "18446744073709551615",
+            ],
+            "18446744073709551615 is not in 1..=3600",
+        ),
+        (
+            vec!["-url", &url, "-tenant", "local", "-tools", ""],
+            "a name in the list is empty",
+        ),
+        (
+            vec!["-url", &url, "-tenant", "local", "-tools", "echo,echo"],
+            "-tools names \"echo\" twice",
+        ),
+        (
+            vec!["-url", &url, "-tenant", "local", "-tools", "echo, echo "],
+            "-tools names \"echo\" twice",
+        ),
+        (
+            vec!["-url", &no_scheme, "-tenant", "local"],
+            "give an absolute http:// or https:// URL",
+        ),
+        (
+            vec!["-url", &url, "-tenant", "local", "-token-env", ""],
+            "the variable name is empty",
+        ),
+        (
+            vec!["-url", &url, "-tenant", "local", "--bogus"],
+            "unexpected argument '--bogus'",
+        ),
+        (
+            vec!["-url", &url],
+            "the following required arguments were not provided: --tenant <TENANT>",
+        ),
+        (
+            vec!["-url", &url, "-tenant", "local", "--replace"],
+            "--merge <FILE>",
+        ),
+        (
+            vec!["-url", &url, "-tenant", "local", "--models", "llama"],
+            "invalid value 'llama'",
+        ),
+        (
+            vec!["check", "--config", "x.json", "--discovery-timeout", "0"],
+            "0 is not in 1..=3600",
+        ),
+        (
+            vec![
+                "call",
+                "--config",
+                "x.json",
+                "--tenant",
+                "t",
+                "--tool",
+                "x",
+                "--args",
+                "{not json",
+            ],
+            "--args is not JSON",
+        ),
+        (
+            vec![
+                "call", "--config", "x.json", "--tenant", "t", "--tool", "x", "--format", "yaml",
+            ],
+            "invalid value 'yaml'",
+        ),
+    ];
+    for (args, expected) in cases {
+        let run = mcp_tools(&args, &[]).await;
+        assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
+        assert!(run.stdout.is_empty(), "{args:?}");
+        assert_eq!(run.stderr.lines().count(), 1, "{args:?}: {}", run.stderr);
+        assert!(
+            run.stderr.starts_with("mcp-tools: "),
+            "{args:?}: {}",
+            run.stderr
+        );
+        assert!(run.stderr.contains(expected), "{args:?}: {}", run.stderr);
+    }
+    assert_eq!(server.counters().connections_accepted, 0);
+}
+
+/// `-tools "echo, structured"` binds echo and structured.
+#[tokio::test]
+async fn spaces_around_tool_names_are_dropped() {
+    let server = server(Era::Legacy).await;
+    let run = mcp_tools(
+        &[
+            "-url",
+            &server.url(),
+            "-tenant",
+            "local",
+            "-tools",
+            " echo, structured ",
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let bindings: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let names: Vec<&str> = bindings
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["echo", "structured"]);
+}
+
+/// An endless file is read up to the bound and refused, at once.
+#[tokio::test]
+async fn a_config_past_64_mib_is_refused_without_reading_it_all() {
+    for command in ["check", "call"] {
+        let mut args = vec![command, "--config", "/dev/zero"];
+        if command == "call" {
+            args.extend(["--tenant", "t", "--tool", "x"]);
+        }
+        let run = mcp_tools(&args, &[]).await;
+        assert_eq!(run.code, 1, "{command}");
+        assert_eq!(
+            run.stderr,
+            "mcp-tools: /dev/zero is larger than 64 MiB, the most a host config may be\n"
+        );
+        assert!(run.elapsed < Duration::from_secs(10), "{:?}", run.elapsed);
+    }
+}
