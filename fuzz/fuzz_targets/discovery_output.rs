@@ -14,10 +14,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let chosen: Vec<&DiscoveredTool> = tools.iter().collect();
-    let server = McpServer::Http {
-        url: "https://mcp.example.com/mcp".into(),
-        token_env: Some("MCP_API_KEY".into()),
-    };
+    let server = McpServer::http("https://mcp.example.com/mcp", Some("MCP_API_KEY".into()));
     let bound = brain_tools::bind_discovered(&chosen, &server, &["local".into()]);
     assert_eq!(bound.bindings.len(), tools.len());
     let printed = serde_json::to_string_pretty(&bound.bindings).expect("bindings serialize");

@@ -1,16 +1,37 @@
 //! `brain-bench`: the client side of `cargo xtask bench`. Each mode runs one measurement
 //! against a server that runs in another process, and prints one JSON line.
 //!
-//! - `seq --url URL --client legacy|modern|floor --calls N --warmup W`: sequential echo
-//!   calls through `ToolHost` (a session per call, or 2026-07-28 stateless), or through
-//!   one persistent rmcp session (the floor a per-call design can approach).
-//! - `concurrent --url URL --era legacy|modern --callers C --calls N`: C callers sharing
-//!   one `ToolHost`.
+//! - `seq --url URL --client CLIENT --calls N --warmup W [--interval-ms MS]`: sequential
+//!   echo calls. CLIENT is `legacy` (through `ToolHost`, a session per call, default
+//!   settings: warm contexts on), `legacy-cold` (warm contexts off), `modern` (2026-07-28
+//!   stateless), `floor` (one persistent rmcp session: the floor a per-call design can
+//!   approach), `floor-modern` and `transport-modern` (where a 2026-07-28 call's time
+//!   goes), or the `TCP_QUICKACK` prototype's `floor-hyper`, `floor-quickack`,
+//!   `session-hyper` and `session-quickack` (rmcp on hyper-util, one persistent session or
+//!   a session per call, without and with the re-armed `TCP_QUICKACK`; see `quickack`).
+//!   With `--interval-ms MS`, calls start every MS ms (still one at a time) instead of
+//!   back to back. `--warm-per-server N`, `--warm-total N` and `--warm-idle-ms MS` set the
+//!   pool of warm contexts (our clients only); `--latencies` adds every call's latency, in
+//!   order (`latencies_ms`).
+//! - `seq --client stdio|stdio-cold --calls N --warmup W [--interval-ms MS] --stdio PROGRAM
+//!   [ARGS...]`: the same over stdio through `ToolHost`, a server process per call
+//!   (warm contexts on or off); everything after `--stdio` is the server's command line.
+//! - `concurrent --url URL --era legacy|modern --callers C --calls N [--cold]`: C callers
+//!   sharing one `ToolHost` (`--cold`: warm contexts off).
 //! - `inflight --url URL --era legacy|modern --calls N --sleep-ms MS`: peak memory with N
 //!   calls in flight on a sleeping server.
 //! - `stream --url URL --bytes B --budget M`: memory while one call's server streams B
 //!   bytes against a budget of M.
 //! - `discover --url URL`: the time to list every tool (every page).
+//! - `hostile --case blocks|values|text|pages`: what a hostile answer costs in memory (see
+//!   `bench/hostile.rs`).
+//! - `config --bindings N`: loading a host config of N bindings.
+//! - `proxy --target URL|HOST:PORT --delay-ms D`: a TCP proxy adding D ms each way (the
+//!   simulated network; see `proxy`). Prints `LISTENING <url>`, runs until stdin closes.
+
+mod hostile;
+mod proxy;
+mod quickack;
 
 use std::{
     process::ExitCode,
@@ -27,7 +48,8 @@ use rmcp::{
     ServiceExt,
     model::CallToolRequestParams,
     transport::{
-        StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
+        StreamableHttpClientTransport,
+        streamable_http_client::{StreamableHttpClient, StreamableHttpClientTransportConfig},
     },
 };
 use serde_json::{Value, json};
@@ -37,6 +59,27 @@ use crate::flag_value;
 
 /// Runs the bench binary with its arguments (without the program name).
 pub fn main_with_args(args: Vec<String>) -> ExitCode {
+    if args.first().map(String::as_str) == Some("proxy") {
+        let target = flag_value(&args, "--target");
+        let delay = number(&args, "--delay-ms", 5);
+        return match (target, delay) {
+            (Some(target), Ok(delay)) => match proxy::run(target, Duration::from_millis(delay)) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(error) => {
+                    eprintln!("brain-bench proxy: {error:#}");
+                    ExitCode::FAILURE
+                }
+            },
+            (None, _) => {
+                eprintln!("brain-bench proxy: --target URL|HOST:PORT is required");
+                ExitCode::from(2)
+            }
+            (_, Err(error)) => {
+                eprintln!("brain-bench proxy: {error:#}");
+                ExitCode::from(2)
+            }
+        };
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -47,7 +90,14 @@ pub fn main_with_args(args: Vec<String>) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let outcome = runtime.block_on(run(&args));
+    let outcome = runtime.block_on(run(&args)).map(|mut line| {
+        if !args.iter().any(|arg| arg == "--latencies")
+            && let Some(line) = line.as_object_mut()
+        {
+            line.remove("latencies_ms");
+        }
+        line
+    });
     runtime.shutdown_timeout(Duration::from_secs(1));
     match outcome {
         Ok(line) => {
@@ -73,22 +123,14 @@ async fn run(args: &[String]) -> anyhow::Result<Value> {
     if args.first().map(String::as_str) == Some("config") {
         return config(number(args, "--bindings", 10_000)?);
     }
+    if args.first().map(String::as_str) == Some("seq") {
+        return seq(args).await;
+    }
+    if args.first().map(String::as_str) == Some("hostile") {
+        return hostile::run(flag_value(args, "--case").unwrap_or("blocks"), memory).await;
+    }
     let url = flag_value(args, "--url").context("--url is required")?;
     match args.first().map(String::as_str) {
-        Some("seq") => {
-            let calls = number(args, "--calls", 300)?;
-            let warmup = number(args, "--warmup", 30)?;
-            match flag_value(args, "--client") {
-                Some("floor") => floor(url, false, calls, warmup).await,
-                Some("floor-modern") => floor(url, true, calls, warmup).await,
-                Some("transport-modern") => transport_only(url, calls, warmup).await,
-                Some("legacy") => ours(url, EraPreference::Legacy, calls, warmup).await,
-                Some("modern") => ours(url, EraPreference::Modern, calls, warmup).await,
-                other => {
-                    bail!("--client takes legacy, modern, floor or floor-modern, not {other:?}")
-                }
-            }
-        }
         Some("concurrent") => {
             let era = crate::parse_era(flag_value(args, "--era"))?;
             concurrent(
@@ -96,6 +138,7 @@ async fn run(args: &[String]) -> anyhow::Result<Value> {
                 era,
                 number(args, "--callers", 16)?,
                 number(args, "--calls", 2000)?,
+                !args.iter().any(|arg| arg == "--cold"),
             )
             .await
         }
@@ -118,12 +161,15 @@ async fn run(args: &[String]) -> anyhow::Result<Value> {
             .await
         }
         Some("discover") => discover(url).await,
-        other => bail!("unknown mode {other:?}: seq, concurrent, inflight, stream or discover"),
+        other => bail!(
+            "unknown mode {other:?}: seq, concurrent, inflight, stream, discover, config or proxy"
+        ),
     }
 }
 
 /// Latency figures of a run.
 fn summary(client: &str, mut latencies: Vec<Duration>, elapsed: Duration) -> Value {
+    let unsorted = latencies.clone();
     latencies.sort();
     let at = |q: f64| {
         let index = ((latencies.len() as f64 - 1.0) * q).round() as usize;
@@ -131,8 +177,13 @@ fn summary(client: &str, mut latencies: Vec<Duration>, elapsed: Duration) -> Val
             .get(index)
             .map_or(0.0, |d| d.as_secs_f64() * 1000.0)
     };
+    let in_order: Vec<f64> = unsorted
+        .iter()
+        .map(|d| (d.as_secs_f64() * 1e6).round() / 1000.0)
+        .collect();
     json!({
         "client": client,
+        "latencies_ms": in_order,
         "calls": latencies.len(),
         "calls_per_s": latencies.len() as f64 / elapsed.as_secs_f64(),
         "p50_ms": at(0.5),
@@ -142,17 +193,48 @@ fn summary(client: &str, mut latencies: Vec<Duration>, elapsed: Duration) -> Val
 
 /// A host with one `echo` binding (and a `sleep` and a `big` one) on the server.
 fn host(url: &str, era: EraPreference, budget: u64) -> anyhow::Result<ToolHost> {
+    host_with(url, budget, ClientOptions::default().era(era), &json!({}))
+}
+
+/// [`host`] with client options, and `extra` fields (credentials) in every binding.
+fn host_with(
+    url: &str,
+    budget: u64,
+    options: ClientOptions,
+    extra: &Value,
+) -> anyhow::Result<ToolHost> {
     let tools: Vec<Value> = [("echo", 30), ("sleep", 60), ("big", 60)]
         .iter()
         .map(|(tool, timeout)| {
-            json!({"name": tool, "input_schema": {"type": "object"}, "url": url, "mcp_tool": tool,
-                   "tenants": ["bench"], "timeout_seconds": timeout, "max_output_bytes": budget})
+            let mut binding = json!({"name": tool, "input_schema": {"type": "object"}, "url": url,
+                "mcp_tool": tool, "tenants": ["bench"], "timeout_seconds": timeout,
+                "max_output_bytes": budget});
+            if let (Some(binding), Some(extra)) = (binding.as_object_mut(), extra.as_object()) {
+                binding.extend(extra.clone());
+            }
+            binding
         })
         .collect();
-    let loaded = HostConfig::from_json_value_with_env(&json!({ "tools": tools }), |_| true)
+    build_host(&json!({ "tools": tools }), options)
+}
+
+/// A host with one `echo` binding on a stdio server (`command[0]` with the rest as its
+/// arguments; the default minimal environment).
+fn stdio_host(command: &[String], options: ClientOptions) -> anyhow::Result<ToolHost> {
+    let (program, args) = command
+        .split_first()
+        .context("--stdio needs the server's program")?;
+    let tool = json!({"name": "echo", "input_schema": {"type": "object"},
+        "command": {"program": program, "args": args}, "mcp_tool": "echo",
+        "tenants": ["bench"], "timeout_seconds": 60});
+    build_host(&json!({ "tools": [tool] }), options)
+}
+
+fn build_host(config: &Value, options: ClientOptions) -> anyhow::Result<ToolHost> {
+    let loaded = HostConfig::from_json_value_with_env(config, |_| true)
         .map_err(|errors| anyhow::anyhow!("{errors}"))?;
     Ok(ToolHost::builder(loaded.config)
-        .client(McpClient::new(ClientOptions::default().era(era)))
+        .client(McpClient::new(options).map_err(|error| anyhow::anyhow!("{error}"))?)
         .build()?)
 }
 
@@ -175,26 +257,197 @@ async fn echo(host: &ToolHost, i: u64) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn ours(url: &str, era: EraPreference, calls: u64, warmup: u64) -> anyhow::Result<Value> {
-    let host = host(url, era, 1 << 20)?;
-    for i in 0..warmup {
-        echo(&host, i).await?;
+/// How a sequential run goes: `warmup` calls not counted, then `calls` timed ones, one at a
+/// time; back to back, or each starting `interval` after the previous one started (or at
+/// once when that one took longer).
+#[derive(Debug, Clone, Copy)]
+struct Pace {
+    calls: u64,
+    warmup: u64,
+    interval: Option<Duration>,
+}
+
+/// Runs `call` as `pace` says; returns the latencies of the timed calls and the time they
+/// took together.
+async fn sequential<F, Fut>(pace: Pace, mut call: F) -> anyhow::Result<(Vec<Duration>, Duration)>
+where
+    F: FnMut(u64) -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<()>>,
+{
+    let mut latencies = Vec::with_capacity(pace.calls as usize);
+    let mut next = tokio::time::Instant::now();
+    let mut started = Instant::now();
+    for i in 0..pace.warmup + pace.calls {
+        if let Some(interval) = pace.interval {
+            tokio::time::sleep_until(next).await;
+            next = next.max(tokio::time::Instant::now()) + interval;
+        }
+        if i == pace.warmup {
+            started = Instant::now();
+        }
+        let one = Instant::now();
+        call(i).await?;
+        if i >= pace.warmup {
+            latencies.push(one.elapsed());
+        }
     }
-    let mut latencies = Vec::with_capacity(calls as usize);
-    let started = Instant::now();
-    for i in 0..calls {
-        let call = Instant::now();
-        echo(&host, i).await?;
-        latencies.push(call.elapsed());
-    }
-    let elapsed = started.elapsed();
-    host.client().shutdown(Duration::from_secs(10)).await;
-    let name = if era == EraPreference::Legacy {
-        "ours, legacy session per call"
-    } else {
-        "ours, 2026-07-28 stateless"
+    Ok((latencies, started.elapsed()))
+}
+
+/// `brain-bench seq`.
+async fn seq(args: &[String]) -> anyhow::Result<Value> {
+    // Everything after `--stdio` is the server's command line.
+    let (args, command) = match args.iter().position(|arg| arg == "--stdio") {
+        Some(at) => (&args[..at], &args[at + 1..]),
+        None => (args, &[][..]),
     };
-    Ok(summary(name, latencies, elapsed))
+    let pace = Pace {
+        calls: number(args, "--calls", 300)?,
+        warmup: number(args, "--warmup", 30)?,
+        interval: match number(args, "--interval-ms", 0)? {
+            0 => None,
+            ms => Some(Duration::from_millis(ms)),
+        },
+    };
+    let options = |era: EraPreference, warm: bool| -> anyhow::Result<ClientOptions> {
+        let mut options = ClientOptions::default().era(era).warm_contexts(warm);
+        if let Some(n) = flag_value(args, "--warm-per-server") {
+            options = options.warm_per_server(n.parse().context("--warm-per-server")?);
+        }
+        if let Some(n) = flag_value(args, "--warm-total") {
+            options = options.warm_total(n.parse().context("--warm-total")?);
+        }
+        if let Some(ms) = flag_value(args, "--warm-idle-ms") {
+            options =
+                options.warm_idle(Duration::from_millis(ms.parse().context("--warm-idle-ms")?));
+        }
+        Ok(options)
+    };
+    let client = flag_value(args, "--client").unwrap_or("legacy");
+    let url = || flag_value(args, "--url").context("--url is required");
+    let mut line = match client {
+        "stdio" | "stdio-cold" => {
+            let warm = client == "stdio";
+            let host = stdio_host(command, options(EraPreference::Auto, warm)?)?;
+            let name = if warm {
+                "ours, stdio, process per call"
+            } else {
+                "ours, stdio, process per call, warm contexts off"
+            };
+            ours(host, name, pace).await?
+        }
+        "legacy" | "legacy-cold" => {
+            let warm = client == "legacy";
+            let host = host_with(
+                url()?,
+                1 << 20,
+                options(EraPreference::Legacy, warm)?,
+                &json!({}),
+            )?;
+            let name = if warm {
+                "ours, legacy session per call"
+            } else {
+                "ours, legacy session per call, warm contexts off"
+            };
+            ours(host, name, pace).await?
+        }
+        "modern" => {
+            let host = host_with(
+                url()?,
+                1 << 20,
+                options(EraPreference::Modern, true)?,
+                &json!({}),
+            )?;
+            ours(host, "ours, 2026-07-28 stateless", pace).await?
+        }
+        // Against the testkit run `--protected` (a bearer check, and its own authorization
+        // server), with the secrets in the variables it names.
+        "legacy-static-token"
+        | "legacy-client-credentials"
+        | "modern-static-token"
+        | "modern-client-credentials" => {
+            let url = url()?;
+            let (era, era_name) = if client.starts_with("legacy") {
+                (EraPreference::Legacy, "legacy session per call")
+            } else {
+                (EraPreference::Modern, "2026-07-28 stateless")
+            };
+            let (extra, credential) = if client.ends_with("static-token") {
+                (
+                    json!({"token_env": "TESTKIT_STATIC_TOKEN"}),
+                    "static token (token_env)",
+                )
+            } else {
+                let issuer = url.strip_suffix("/mcp").unwrap_or(url);
+                (
+                    json!({"auth": {"type": "client_credentials", "client_id": "testkit-client",
+                        "client_secret_env": "TESTKIT_CLIENT_SECRET", "issuer": issuer}}),
+                    "OAuth client credentials, token cached",
+                )
+            };
+            let host = host_with(url, 1 << 20, options(era, true)?, &extra)?;
+            ours(host, &format!("ours, {era_name}, {credential}"), pace).await?
+        }
+        "transport-modern" => transport_only(url()?, pace).await?,
+        "floor" | "floor-modern" => {
+            let modern = client == "floor-modern";
+            // rmcp's own client on a plain reqwest client, which needs a process-wide TLS
+            // provider (our client configures its own): the bench binary installs ring.
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            let http = reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .tcp_nodelay(true)
+                .build()?;
+            let name = if modern {
+                "rmcp alone, 2026-07-28 stateless"
+            } else {
+                "floor: one persistent rmcp session"
+            };
+            floor(http, url()?, modern, name, pace).await?
+        }
+        "floor-hyper" => {
+            let http = quickack::HyperHttpClient::new(false, true);
+            floor(http, url()?, false, "floor on hyper-util", pace).await?
+        }
+        "floor-quickack" => {
+            let http = quickack::HyperHttpClient::new(true, true);
+            floor(
+                http,
+                url()?,
+                false,
+                "floor on hyper-util, TCP_QUICKACK",
+                pace,
+            )
+            .await?
+        }
+        "session-hyper" | "session-quickack" => {
+            let quickack = client == "session-quickack";
+            session_per_call(url()?, quickack, pace).await?
+        }
+        other => bail!(
+            "--client takes legacy, legacy-cold, modern, floor, floor-modern, transport-modern, \
+             floor-hyper, floor-quickack, session-hyper, session-quickack, stdio, stdio-cold, \
+             legacy-static-token, legacy-client-credentials, modern-static-token or \
+             modern-client-credentials, not {other:?}"
+        ),
+    };
+    line["interval_ms"] = json!(
+        pace.interval
+            .map_or(0, |interval| interval.as_millis() as u64)
+    );
+    Ok(line)
+}
+
+/// Sequential echo calls through a `ToolHost`.
+async fn ours(host: ToolHost, name: &str, pace: Pace) -> anyhow::Result<Value> {
+    let shared = &host;
+    let (latencies, elapsed) = sequential(pace, |i| echo(shared, i)).await?;
+    let stats = host.client().stats();
+    host.client().shutdown(Duration::from_secs(10)).await;
+    let mut line = summary(name, latencies, elapsed);
+    line["warm_served"] = json!(stats.warm_served);
+    line["calls_with_warmup"] = json!(pace.calls + pace.warmup);
+    Ok(line)
 }
 
 /// Loading a host config of `n` bindings (each with its own small schema), and building
@@ -248,8 +501,9 @@ fn config(n: u64) -> anyhow::Result<Value> {
 }
 
 /// Our transport alone (no `ToolHost`), 2026-07-28: where the time of a call goes.
-async fn transport_only(url: &str, calls: u64, warmup: u64) -> anyhow::Result<Value> {
-    let client = McpClient::new(ClientOptions::default().era(EraPreference::Modern));
+async fn transport_only(url: &str, pace: Pace) -> anyhow::Result<Value> {
+    let client = McpClient::new(ClientOptions::default().era(EraPreference::Modern))
+        .expect("the client builds");
     let endpoint = Endpoint::http(url, None);
     let arguments = json!({"message": "hello"})
         .as_object()
@@ -268,20 +522,11 @@ async fn transport_only(url: &str, calls: u64, warmup: u64) -> anyhow::Result<Va
             client
                 .call(request)
                 .await
+                .map(drop)
                 .map_err(|error| anyhow::anyhow!("{error}"))
         }
     };
-    for i in 0..warmup {
-        call(i).await?;
-    }
-    let mut latencies = Vec::with_capacity(calls as usize);
-    let started = Instant::now();
-    for i in 0..calls {
-        let one = Instant::now();
-        call(i).await?;
-        latencies.push(one.elapsed());
-    }
-    let elapsed = started.elapsed();
+    let (latencies, elapsed) = sequential(pace, call).await?;
     client.shutdown(Duration::from_secs(10)).await;
     Ok(summary(
         "our transport alone, 2026-07-28",
@@ -290,15 +535,21 @@ async fn transport_only(url: &str, calls: u64, warmup: u64) -> anyhow::Result<Va
     ))
 }
 
-/// One persistent rmcp session, one POST per call, over the same kind of pooled client;
-/// with `modern`, one rmcp client in the 2026-07-28 lifecycle instead (no session).
-async fn floor(url: &str, modern: bool, calls: u64, warmup: u64) -> anyhow::Result<Value> {
-    // Building our client installs the TLS provider reqwest needs.
-    let _ours = McpClient::new(ClientOptions::default());
-    let http = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .tcp_nodelay(true)
-        .build()?;
+fn echo_params() -> CallToolRequestParams {
+    CallToolRequestParams::new("echo").with_arguments(
+        json!({"message": "hello"})
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+    )
+}
+
+/// One persistent rmcp session on `http`, one POST per call; with `modern`, one rmcp
+/// client in the 2026-07-28 lifecycle instead (no session).
+async fn floor<C>(http: C, url: &str, modern: bool, name: &str, pace: Pace) -> anyhow::Result<Value>
+where
+    C: StreamableHttpClient + Sync,
+{
     let transport = StreamableHttpClientTransport::with_client(
         http,
         StreamableHttpClientTransportConfig::with_uri(url),
@@ -317,35 +568,48 @@ async fn floor(url: &str, modern: bool, calls: u64, warmup: u64) -> anyhow::Resu
         ().serve(transport).await.context("the floor's handshake")?
     };
     let call = |i: u64| {
-        let params = CallToolRequestParams::new("echo").with_arguments(
-            json!({"message": "hello"})
-                .as_object()
-                .cloned()
-                .unwrap_or_default(),
-        );
         let peer = client.peer().clone();
         async move {
-            peer.call_tool(params)
+            peer.call_tool(echo_params())
                 .await
+                .map(drop)
                 .with_context(|| format!("floor call {i}"))
         }
     };
-    for i in 0..warmup {
-        call(i).await?;
-    }
-    let mut latencies = Vec::with_capacity(calls as usize);
-    let started = Instant::now();
-    for i in 0..calls {
-        let one = Instant::now();
-        call(i).await?;
-        latencies.push(one.elapsed());
-    }
-    let elapsed = started.elapsed();
+    let (latencies, elapsed) = sequential(pace, call).await?;
     let _ = client.cancel().await;
-    let name = if modern {
-        "rmcp alone, 2026-07-28 stateless"
+    Ok(summary(name, latencies, elapsed))
+}
+
+/// A legacy session per call with rmcp alone on hyper-util (`initialize`,
+/// `notifications/initialized`, `tools/call`, then the close and its `DELETE` in the
+/// background, no standalone GET stream: what our legacy path sends), with or without the
+/// re-armed `TCP_QUICKACK`.
+async fn session_per_call(url: &str, quickack: bool, pace: Pace) -> anyhow::Result<Value> {
+    let http = quickack::HyperHttpClient::new(quickack, false);
+    let url: std::sync::Arc<str> = url.into();
+    let call = |i: u64| {
+        let (http, url) = (http.clone(), url.clone());
+        async move {
+            let transport = StreamableHttpClientTransport::with_client(
+                http,
+                StreamableHttpClientTransportConfig::with_uri(url),
+            );
+            let client = ().serve(transport).await.context("the handshake")?;
+            let outcome = client.peer().call_tool(echo_params()).await;
+            tokio::spawn(async move {
+                let _ = client.cancel().await;
+            });
+            outcome
+                .map(drop)
+                .with_context(|| format!("session call {i}"))
+        }
+    };
+    let (latencies, elapsed) = sequential(pace, call).await?;
+    let name = if quickack {
+        "rmcp session per call on hyper-util, TCP_QUICKACK"
     } else {
-        "floor: one persistent rmcp session"
+        "rmcp session per call on hyper-util"
     };
     Ok(summary(name, latencies, elapsed))
 }
@@ -355,8 +619,14 @@ async fn concurrent(
     era: EraPreference,
     callers: u64,
     calls: u64,
+    warm: bool,
 ) -> anyhow::Result<Value> {
-    let host = host(url, era, 1 << 20)?;
+    let host = host_with(
+        url,
+        1 << 20,
+        ClientOptions::default().era(era).warm_contexts(warm),
+        &json!({}),
+    )?;
     for i in 0..callers.min(32) {
         echo(&host, i).await?;
     }
@@ -512,7 +782,7 @@ async fn stream(url: &str, bytes: u64, budget: u64) -> anyhow::Result<Value> {
 }
 
 async fn discover(url: &str) -> anyhow::Result<Value> {
-    let client = McpClient::new(ClientOptions::default());
+    let client = McpClient::new(ClientOptions::default()).expect("the client builds");
     let mut runs = Vec::new();
     let mut found = None;
     for _ in 0..5 {

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use brain_mcp_transport::{DiscoveredTool, Discovery, DiscoveryRequest, Endpoint, McpClient};
-use brain_tools::{CallScope, ToolHost};
+use brain_tools::{Authorization, CallScope, ToolHost};
 use brain_tools_config::{HostConfig, McpServer, McpTarget, StdioCommand, Target, ToolBinding};
 use brain_tools_events::{ResultEvent, ToolEvent};
 use serde_json::{Map, Value, json};
@@ -23,6 +23,11 @@ pub(crate) const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(30);
 pub(crate) enum Server {
     /// A Streamable HTTP endpoint.
     Http(String),
+    /// A Streamable HTTP endpoint that wants OAuth: its bindings carry `auth`.
+    Protected {
+        url: String,
+        auth: crate::official_auth::HostAuth,
+    },
     /// A stdio command, started per call.
     Stdio {
         program: String,
@@ -35,10 +40,14 @@ impl Server {
     /// The server as a binding describes it.
     fn config(&self) -> McpServer {
         match self {
-            Server::Http(url) => McpServer::Http {
-                url: url.clone(),
-                token_env: None,
-            },
+            Server::Http(url) => McpServer::http(url.clone(), None),
+            Server::Protected { url, auth } => {
+                let mut server = McpServer::http(url.clone(), None);
+                if let McpServer::Http { auth: slot, .. } = &mut server {
+                    *slot = Some(auth.auth.clone());
+                }
+                server
+            }
             Server::Stdio { program, args, env } => {
                 let mut command = StdioCommand::new(program, args);
                 command.env = env.clone();
@@ -49,6 +58,17 @@ impl Server {
 
     pub(crate) fn endpoint(&self) -> Endpoint {
         brain_tools::endpoint_of(&self.config(), None)
+    }
+
+    /// The tenant's authorization for a protected server, its secrets read now (as
+    /// `ToolHost` reads them at call time).
+    pub(crate) fn authorization(&self) -> anyhow::Result<Option<Authorization>> {
+        let Server::Protected { auth, .. } = self else {
+            return Ok(None);
+        };
+        let grant = brain_tools::grant_of(&auth.auth, |variable| auth.read(variable))
+            .map_err(|error| anyhow::anyhow!("the binding's auth: {error}"))?;
+        Ok(Some(Authorization::new(TENANT, grant)))
     }
 }
 
@@ -133,16 +153,17 @@ impl Called {
 
 /// Lists the server's tools within the discovery deadline.
 pub(crate) async fn discover(client: &McpClient, server: &Server) -> anyhow::Result<Discovery> {
-    client
-        .discover(DiscoveryRequest::new(server.endpoint(), DISCOVERY_TIMEOUT))
-        .await
-        .map_err(|error| {
-            anyhow::anyhow!(
-                "discovery failed ({}, {}): {error}",
-                error.kind().as_str(),
-                error.delivery().as_str()
-            )
-        })
+    let mut request = DiscoveryRequest::new(server.endpoint(), DISCOVERY_TIMEOUT);
+    if let Some(authorization) = server.authorization()? {
+        request = request.authorization(authorization);
+    }
+    client.discover(request).await.map_err(|error| {
+        anyhow::anyhow!(
+            "discovery failed ({}, {}): {error}",
+            error.kind().as_str(),
+            error.delivery().as_str()
+        )
+    })
 }
 
 /// Options for [`bind`].
@@ -208,10 +229,13 @@ pub(crate) fn bind(
     }
     let loaded = HostConfig::from_json_value_with_env(&json!({ "tools": kept }), |_| true)
         .map_err(|errors| anyhow::anyhow!("the bindings do not load together: {errors}"))?;
-    let host = ToolHost::builder(loaded.config)
-        .client(client.clone())
-        .build()
-        .context("building the tool host")?;
+    let mut builder = ToolHost::builder(loaded.config).client(client.clone());
+    if let Server::Protected { auth, .. } = server {
+        // The secrets the `auth` objects name, as a host's environment would hold them.
+        let auth = auth.clone();
+        builder = builder.token_source(move |variable| auth.read(variable));
+    }
+    let host = builder.build().context("building the tool host")?;
     Ok(Bound {
         host,
         names,

@@ -105,7 +105,7 @@ pub(crate) async fn main(all: &[String]) -> ExitCode {
         }
     };
     let expect_era = crate::flag_value(args, "--expect-revision").map(str::to_owned);
-    let client = McpClient::new(ClientOptions::default().era(era));
+    let client = McpClient::new(ClientOptions::default().era(era)).expect("the client builds");
     let mut report = Report::default();
     let run = run(
         &client,

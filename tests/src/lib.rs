@@ -26,6 +26,7 @@ mod bindings;
 mod checks;
 mod interop;
 mod official;
+mod official_auth;
 mod ours;
 
 use std::process::ExitCode;

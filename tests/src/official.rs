@@ -17,7 +17,10 @@ use brain_mcp_transport::{CallRequest, ClientOptions, EraPreference, McpClient};
 use brain_tools::ServerRequestPolicy;
 use serde_json::{Value, json};
 
-use crate::bindings::{self, BindOptions, Server, TENANT};
+use crate::{
+    bindings::{self, BindOptions, Server, TENANT},
+    official_auth,
+};
 
 /// The whole scenario must end before the suite's own timeout (30 s).
 const SCENARIO_DEADLINE: Duration = Duration::from_secs(25);
@@ -39,10 +42,28 @@ pub(crate) async fn main(args: &[String]) -> ExitCode {
         .ok()
         .and_then(|text| serde_json::from_str::<Value>(&text).ok());
     eprintln!("scenario {scenario} at {version} against {url}");
-    let client = McpClient::new(options(&scenario, &version));
+    let auth = match official_auth::for_scenario(&scenario, context.as_ref()) {
+        Ok(auth) => auth,
+        Err(error) => {
+            eprintln!("scenario {scenario}: FAILED: {error:#}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut options = options(&scenario, &version);
+    if let Some(auth) = &auth {
+        options = auth.options(options);
+    }
+    let client = McpClient::new(options).expect("the client builds");
+    let server = match auth {
+        Some(auth) => Server::Protected {
+            url: url.to_owned(),
+            auth,
+        },
+        None => Server::Http(url.to_owned()),
+    };
     let outcome = tokio::time::timeout(
         SCENARIO_DEADLINE,
-        run(&client, &scenario, &version, url, context.as_ref()),
+        run(&client, &scenario, &version, &server, context.as_ref()),
     )
     .await;
     client.shutdown(CLOSE_GRACE).await;
@@ -93,11 +114,10 @@ async fn run(
     client: &McpClient,
     scenario: &str,
     version: &str,
-    url: &str,
+    server: &Server,
     context: Option<&Value>,
 ) -> anyhow::Result<()> {
-    let server = Server::Http(url.to_owned());
-    let discovery = bindings::discover(client, &server).await?;
+    let discovery = bindings::discover(client, server).await?;
     eprintln!(
         "discovered {} tool(s) in {} page(s), era {:?}: {}",
         discovery.tools.len(),
@@ -110,7 +130,7 @@ async fn run(
             .collect::<Vec<_>>()
             .join(", ")
     );
-    let bound = bindings::bind(client, &server, &discovery.tools, &BindOptions::default())?;
+    let bound = bindings::bind(client, server, &discovery.tools, &BindOptions::default())?;
     for (tool, why) in &bound.dropped {
         eprintln!("not bound: {tool}: {why}");
     }
@@ -136,7 +156,16 @@ async fn run(
             report(&called);
             called.ok().map(drop)
         }
-        "sep-2322-client-request-state" | "http-standard-headers" | "http-invalid-tool-headers" => {
+        // The authorization scenarios: the tools listed (with the tenant's token), then
+        // each called through the host (a step-up, a moved authorization server, ...).
+        _ if scenario.starts_with("auth/")
+            || matches!(
+                scenario,
+                "sep-2322-client-request-state"
+                    | "http-standard-headers"
+                    | "http-invalid-tool-headers"
+            ) =>
+        {
             // Every tool the client kept, with placeholder arguments.
             let mut failures = Vec::new();
             for (i, tool) in discovery.tools.iter().enumerate() {
@@ -158,7 +187,7 @@ async fn run(
                 anyhow::bail!("{}", failures.join("; "))
             }
         }
-        "http-custom-headers" => custom_headers(client, &server, context).await,
+        "http-custom-headers" => custom_headers(client, server, context).await,
         "json-schema-2020-12-preservation" => {
             let focal = bound.name_of("json_schema_2020_12_tool")?;
             // The schema exactly as the host holds it after loading the config.

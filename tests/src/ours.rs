@@ -79,7 +79,7 @@ pub(crate) async fn main(args: &[String]) -> ExitCode {
             }
         }
     };
-    let client = McpClient::new(ClientOptions::default().era(era));
+    let client = McpClient::new(ClientOptions::default().era(era)).expect("the client builds");
     let mut report = Report::default();
     let run = run(&client, &server, &kit, &mut report);
     if tokio::time::timeout(RUN_DEADLINE, run).await.is_err() {

@@ -1,21 +1,36 @@
 //! `cargo xtask bench [--rounds N] [--calls N]`: side-by-side figures in one run.
 //!
 //! Release build; the testkit server on loopback (a child process, `TCP_NODELAY` on)
-//! serves every case, and the cases run in turn, interleaved over several rounds so that
-//! noise hits every client alike; each figure is the median over the rounds.
+//! serves every HTTP case, and the cases run in turn, interleaved over several rounds so
+//! that noise hits every client alike; each figure is the median over the rounds.
 //!
-//! 1. Sequential echo calls: ours in each era (legacy: a session per call; 2026-07-28:
-//!    stateless), the floor (one persistent rmcp session, one POST per call), and the
-//!    official TypeScript and Python SDK clients doing a session per call. calls/s, p50,
-//!    p99, and each one's ratio to ours.
-//! 2. Concurrency: 1, 16, 64 and 256 callers through one `ToolHost`, both eras.
-//! 3. Memory: peak RSS growth with 1,000 calls in flight on a sleeping server, and while
+//! 1. Sequential echo calls: ours in each era (legacy: a session per call, with the
+//!    default settings (warm contexts on) and cold; 2026-07-28: stateless), the floor (one
+//!    persistent rmcp session, one POST per call), and the official TypeScript and Python
+//!    SDK clients doing a session per call. calls/s, p50, p99, and the ratios.
+//! 2. The same HTTP rows (not the Python SDK's) through a proxy that adds 5 ms each way
+//!    (`brain-bench proxy`: a 10 ms round trip), in the `wan` array.
+//! 3. stdio: ours (warm contexts on and off) and the TypeScript SDK's client, each
+//!    starting `server-everything` per call, in the `stdio` array.
+//! 4. Calls one every 50 ms instead of back to back, for the legacy, floor and stdio rows
+//!    (loopback, WAN, stdio), in the `paced` array.
+//! 5. Concurrency: 1, 16, 64 and 256 callers through one `ToolHost`, both eras.
+//! 6. Memory: peak RSS growth with 1,000 calls in flight on a sleeping server, and while
 //!    one call's server streams 100 MiB against a 1 MiB budget.
-//! 4. Discovery of 1,000 tools over 10 pages.
-//! 5. The sequential case against a server without `TCP_NODELAY`.
-//! 6. Loading a host config of 10,000 bindings, and building the host from it.
+//! 7. Discovery of 1,000 tools over 10 pages.
+//! 8. The sequential case against a server without `TCP_NODELAY`, with the `TCP_QUICKACK`
+//!    prototype's rows (rmcp on hyper-util, without and with the re-armed option) against
+//!    both servers.
+//! 9. Loading a host config of 10,000 bindings, and building the host from it.
+//! 10. Authorization: sequential calls in each era with a static token and with OAuth
+//!     client credentials (the token fetched once, then cached), against the testkit run
+//!     `--protected` (every request's bearer checked; it is its own authorization server),
+//!     in the `authorization` array.
 //!
-//! Prints a markdown report and writes `target/bench/bench.json`.
+//! Prints a markdown report, writes `target/bench/bench.json` and a bar chart of the p50s
+//! (`target/bench/p50.svg`).
+
+mod chart;
 
 use std::{fmt::Write as _, process::Command, time::Duration};
 
@@ -26,6 +41,13 @@ use crate::{peers, util};
 
 /// One measurement, run once per round.
 type Measure<'a> = Box<dyn Fn() -> anyhow::Result<Value> + 'a>;
+
+/// The delay the simulated network adds in each direction.
+const WAN_DELAY_MS: u64 = 5;
+/// The interval of the paced rows.
+const PACE_MS: u64 = 50;
+/// A slower pace for stdio, where opening a context (starting Node) takes longer than 50 ms.
+const STDIO_PACE_MS: u64 = 500;
 
 /// The subcommand.
 pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
@@ -55,138 +77,253 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     let release = util::target_dir().join("release");
     let out = util::target_dir().join("bench");
     std::fs::create_dir_all(&out)?;
+    let brain_bench = release.join("brain-bench");
     let bench = |args: &[&str]| -> anyhow::Result<Value> {
-        let line = util::output(Command::new(release.join("brain-bench")).args(args))?;
+        let line = util::output(Command::new(&brain_bench).args(args).envs(BENCH_SECRETS))?;
         serde_json::from_str(line.trim()).with_context(|| format!("brain-bench printed {line:?}"))
     };
     let start = |flags: &[&str], name: &str| -> anyhow::Result<util::Server> {
         let mut command = Command::new(release.join("brain-mcp-testkit-http"));
         command
             .args(["--era", "both", "--no-call-details"])
-            .args(flags);
+            .args(flags)
+            .envs(BENCH_SECRETS);
         util::Server::start(
             command,
             &out.join(format!("{name}.log")),
             Duration::from_secs(30),
         )
     };
-    let echo_args = r#"{"message":"hello"}"#;
-    let peer_calls = (calls / 5).max(50).to_string();
-    let calls_text = calls.to_string();
-    let warmup = (calls / 10).max(10).to_string();
+    let proxy = |target: &str| -> anyhow::Result<util::Server> {
+        let mut command = Command::new(&brain_bench);
+        command.args([
+            "proxy",
+            "--target",
+            target,
+            "--delay-ms",
+            &WAN_DELAY_MS.to_string(),
+        ]);
+        util::Server::start(command, &out.join("proxy.log"), Duration::from_secs(30))
+    };
+    let counts = Counts::new(calls);
+    let ts_http = |url: String, calls: String| -> Measure {
+        let (node, script) = (
+            peers.node.clone(),
+            peers.scripts.join("bench_ts_client.mjs"),
+        );
+        Box::new(move || {
+            peer_line(Command::new(&node).arg(&script).args([
+                url.as_str(),
+                calls.as_str(),
+                "20",
+                "echo",
+                ECHO_ARGS,
+            ]))
+        })
+    };
+    // `brain-bench seq` with a client id, against `url` (or the stdio server).
+    let seq = |url: &str, client: &str, calls: u64, warmup: u64, interval: u64| -> Measure {
+        let mut args: Vec<String> = ["seq", "--client", client]
+            .iter()
+            .map(|arg| (*arg).to_owned())
+            .collect();
+        for (flag, value) in [
+            ("--calls", calls.to_string()),
+            ("--warmup", warmup.to_string()),
+            ("--interval-ms", interval.to_string()),
+        ] {
+            args.push(flag.to_owned());
+            args.push(value);
+        }
+        if client.starts_with("stdio") {
+            args.push("--stdio".to_owned());
+            args.push(peers.node.display().to_string());
+            args.push(peers.server_everything.display().to_string());
+            args.push("stdio".to_owned());
+        } else {
+            args.push("--url".to_owned());
+            args.push(url.to_owned());
+        }
+        Box::new(move || bench(&args.iter().map(String::as_str).collect::<Vec<_>>()))
+    };
 
-    // 1. Sequential, and 5. without TCP_NODELAY.
+    // 1. Sequential, 2. over the simulated network, 4. paced, 8. without TCP_NODELAY.
     let mut sequential = Vec::new();
-    for (label, flags) in [("nodelay", vec![]), ("no-nodelay", vec!["--no-nodelay"])] {
-        let server = start(&flags, &format!("testkit-{label}"))?;
+    let mut wan = Vec::new();
+    let mut paced = Vec::new();
+    {
+        let server = start(&[], "testkit-nodelay")?;
         let url = server.url.clone();
+        let c = &counts;
         let mut clients: Vec<(&str, Measure)> = vec![
+            ("ours-legacy", seq(&url, "legacy", c.calls, c.warmup, 0)),
+            (
+                "ours-legacy-cold",
+                seq(&url, "legacy-cold", c.calls, c.warmup, 0),
+            ),
+            ("ours-modern", seq(&url, "modern", c.calls, c.warmup, 0)),
+            ("floor", seq(&url, "floor", c.calls, c.warmup, 0)),
+            ("ts-sdk", ts_http(url.clone(), c.peer.to_string())),
+        ];
+        let (python, script) = (
+            peers.python.clone(),
+            peers.scripts.join("bench_py_client.py"),
+        );
+        let (py_url, py_calls) = (url.clone(), c.peer.to_string());
+        clients.push((
+            "py-sdk",
+            Box::new(move || {
+                peer_line(Command::new(&python).arg(&script).args([
+                    py_url.as_str(),
+                    py_calls.as_str(),
+                    "20",
+                    "echo",
+                    ECHO_ARGS,
+                ]))
+            }),
+        ));
+        // The TCP_QUICKACK prototype, to show what it costs against a server that needs
+        // none of it.
+        for id in QUICKACK_ROWS {
+            clients.push((id, seq(&url, id, c.calls, c.warmup, 0)));
+        }
+        sequential.extend(
+            measure(&clients, rounds, "sequential (nodelay)")?
+                .into_iter()
+                .map(|row| with(row, "server", "nodelay")),
+        );
+
+        let paced_clients: Vec<(&str, Measure)> = ["legacy", "legacy-cold", "floor"]
+            .into_iter()
+            .map(|client| {
+                (
+                    id_of(client),
+                    seq(&url, client, c.paced, c.paced_warmup, PACE_MS),
+                )
+            })
+            .collect();
+        paced.extend(
+            measure(&paced_clients, rounds, "paced (loopback)")?
+                .into_iter()
+                .map(|row| with(row, "network", "loopback")),
+        );
+
+        let delayed = proxy(&url)?;
+        let wan_url = delayed.url.clone();
+        let wan_clients: Vec<(&str, Measure)> = vec![
             (
                 "ours-legacy",
-                Box::new(|| {
-                    bench(&[
-                        "seq",
-                        "--url",
-                        &url,
-                        "--client",
-                        "legacy",
-                        "--calls",
-                        &calls_text,
-                        "--warmup",
-                        &warmup,
-                    ])
-                }),
+                seq(&wan_url, "legacy", c.wan, c.wan_warmup, 0),
+            ),
+            (
+                "ours-legacy-cold",
+                seq(&wan_url, "legacy-cold", c.wan, c.wan_warmup, 0),
             ),
             (
                 "ours-modern",
-                Box::new(|| {
-                    bench(&[
-                        "seq",
-                        "--url",
-                        &url,
-                        "--client",
-                        "modern",
-                        "--calls",
-                        &calls_text,
-                        "--warmup",
-                        &warmup,
-                    ])
-                }),
+                seq(&wan_url, "modern", c.wan, c.wan_warmup, 0),
             ),
-            (
-                "floor",
-                Box::new(|| {
-                    bench(&[
-                        "seq",
-                        "--url",
-                        &url,
-                        "--client",
-                        "floor",
-                        "--calls",
-                        &calls_text,
-                        "--warmup",
-                        &warmup,
-                    ])
-                }),
-            ),
+            ("floor", seq(&wan_url, "floor", c.wan, c.wan_warmup, 0)),
+            ("ts-sdk", ts_http(wan_url.clone(), c.wan_peer.to_string())),
         ];
-        if label == "nodelay" {
-            let (node, python, scripts) = (
-                peers.node.clone(),
-                peers.python.clone(),
-                peers.scripts.clone(),
-            );
-            let (u1, u2, n1, n2) = (
-                url.clone(),
-                url.clone(),
-                peer_calls.clone(),
-                peer_calls.clone(),
-            );
-            clients.push((
-                "ts-sdk",
-                Box::new(move || {
-                    let line = util::output(
-                        Command::new(&node)
-                            .arg(scripts.join("bench_ts_client.mjs"))
-                            .args([u1.as_str(), n1.as_str(), "20", "echo", echo_args]),
-                    )?;
-                    Ok(serde_json::from_str(line.trim())?)
-                }),
-            ));
-            let scripts = peers.scripts.clone();
-            clients.push((
-                "py-sdk",
-                Box::new(move || {
-                    let line = util::output(
-                        Command::new(&python)
-                            .arg(scripts.join("bench_py_client.py"))
-                            .args([u2.as_str(), n2.as_str(), "20", "echo", echo_args]),
-                    )?;
-                    Ok(serde_json::from_str(line.trim())?)
-                }),
-            ));
+        wan.extend(measure(&wan_clients, rounds, "wan")?);
+        let paced_wan: Vec<(&str, Measure)> = ["legacy", "legacy-cold", "floor"]
+            .into_iter()
+            .map(|client| {
+                (
+                    id_of(client),
+                    seq(&wan_url, client, c.paced, c.paced_warmup, PACE_MS),
+                )
+            })
+            .collect();
+        paced.extend(
+            measure(&paced_wan, rounds, "paced (wan)")?
+                .into_iter()
+                .map(|row| with(row, "network", "wan")),
+        );
+        drop(delayed);
+        drop(server);
+
+        let server = start(&["--no-nodelay"], "testkit-no-nodelay")?;
+        let url = server.url.clone();
+        let mut clients: Vec<(&str, Measure)> = vec![
+            ("ours-legacy", seq(&url, "legacy", c.slow, c.slow_warmup, 0)),
+            (
+                "ours-legacy-cold",
+                seq(&url, "legacy-cold", c.slow, c.slow_warmup, 0),
+            ),
+            ("ours-modern", seq(&url, "modern", c.slow, c.slow_warmup, 0)),
+            ("floor", seq(&url, "floor", c.slow, c.slow_warmup, 0)),
+        ];
+        for id in QUICKACK_ROWS {
+            clients.push((id, seq(&url, id, c.slow, c.slow_warmup, 0)));
         }
-        let mut runs: Vec<Vec<Value>> = vec![Vec::new(); clients.len()];
-        for round in 0..rounds {
-            for (i, (name, client)) in clients.iter().enumerate() {
-                eprintln!("bench: sequential ({label}) round {} {name}", round + 1);
-                runs[i].push(client()?);
-            }
-        }
-        for ((name, _), runs) in clients.iter().zip(runs) {
-            sequential.push(json!({
-                "server": label,
-                "client": name,
-                "label": runs[0]["client"],
-                "calls_per_s": median(&runs, "calls_per_s"),
-                "p50_ms": median(&runs, "p50_ms"),
-                "p99_ms": median(&runs, "p99_ms"),
-            }));
-        }
+        sequential.extend(
+            measure(&clients, rounds, "sequential (no-nodelay)")?
+                .into_iter()
+                .map(|row| with(row, "server", "no-nodelay")),
+        );
         drop(server);
     }
 
-    // 2. Concurrency, 3. memory.
+    // 10. Authorization: a static token and cached client credentials, against the
+    // testkit behind a bearer check.
+    let authorization = {
+        let server = start(&["--protected"], "testkit-protected")?;
+        let url = server.url.clone();
+        let clients: Vec<(&str, Measure)> = AUTH_ROWS
+            .iter()
+            .map(|&(id, client)| (id, seq(&url, client, counts.calls, counts.warmup, 0)))
+            .collect();
+        measure(&clients, rounds, "authorization")?
+    };
+
+    // 3. stdio, and paced.
+    let stdio_clients: Vec<(&str, Measure)> = vec![
+        (
+            "ours-stdio",
+            seq("", "stdio", counts.stdio, counts.stdio_warmup, 0),
+        ),
+        (
+            "ours-stdio-cold",
+            seq("", "stdio-cold", counts.stdio, counts.stdio_warmup, 0),
+        ),
+        ("ts-sdk-stdio", {
+            let (node, script, server, n) = (
+                peers.node.clone(),
+                peers.scripts.join("bench_ts_stdio_client.mjs"),
+                peers.server_everything.clone(),
+                counts.ts_stdio.to_string(),
+            );
+            Box::new(move || {
+                peer_line(
+                    Command::new(&node)
+                        .arg(&script)
+                        .args([n.as_str(), "1", "echo", ECHO_ARGS, "--"])
+                        .arg(&node)
+                        .arg(&server)
+                        .arg("stdio"),
+                )
+            })
+        }),
+    ];
+    let stdio = measure(&stdio_clients, rounds, "stdio")?;
+    let mut paced_stdio: Vec<(&str, Measure)> = Vec::new();
+    for pace in [PACE_MS, STDIO_PACE_MS] {
+        for client in ["stdio", "stdio-cold"] {
+            paced_stdio.push((
+                id_of(client),
+                seq("", client, counts.stdio, counts.stdio_warmup, pace),
+            ));
+        }
+    }
+    paced.extend(
+        measure(&paced_stdio, rounds, "paced (stdio)")?
+            .into_iter()
+            .map(|row| with(row, "network", "stdio")),
+    );
+
+    // 5. Concurrency, 6. memory.
     let server = start(&[], "testkit-load")?;
     let url = server.url.clone();
     let mut concurrency = Vec::new();
@@ -250,7 +387,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     ])?;
     drop(server);
 
-    // 4. Discovery.
+    // 7. Discovery.
     // The testkit lists 13 scripted tools; the rest are generated.
     let tools = 1000 - 13;
     let server = start(
@@ -273,8 +410,16 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
             "ts_sdk": peers::TS_SDK,
             "python_mcp": peers::PY_MCP,
             "node": peers::NODE,
+            "server_everything": peers::SERVER_EVERYTHING,
         },
+        "wan_delay_ms_each_way": WAN_DELAY_MS,
+        "paced_interval_ms": PACE_MS,
+        "stdio_paced_interval_ms": STDIO_PACE_MS,
         "sequential": sequential,
+        "wan": wan,
+        "stdio": stdio,
+        "paced": paced,
+        "authorization": authorization,
         "concurrency": concurrency,
         "memory": {"inflight_legacy": inflight_legacy, "inflight_modern": inflight_modern, "stream": stream},
         "discovery": discovery,
@@ -282,9 +427,147 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     });
     let path = out.join("bench.json");
     std::fs::write(&path, serde_json::to_vec_pretty(&report)?)?;
+    let svg = out.join("p50.svg");
+    chart::p50(&report, &svg)?;
     println!("{}", markdown(&report));
-    eprintln!("bench: wrote {}", path.display());
+    eprintln!("bench: wrote {} and {}", path.display(), svg.display());
     Ok(())
+}
+
+const ECHO_ARGS: &str = r#"{"message":"hello"}"#;
+
+/// The protected testkit's client secret and static token, in the variables the server
+/// and brain-bench's bindings read (loopback fixtures, not secrets of anyone's).
+const BENCH_SECRETS: [(&str, &str); 2] = [
+    ("TESTKIT_CLIENT_SECRET", "bench-client-secret-0123456789"),
+    ("TESTKIT_STATIC_TOKEN", "bench-static-token-0123456789"),
+];
+
+/// The authorization rows: (id, `brain-bench seq --client`).
+const AUTH_ROWS: [(&str, &str); 4] = [
+    ("ours-modern-static-token", "modern-static-token"),
+    (
+        "ours-modern-client-credentials",
+        "modern-client-credentials",
+    ),
+    ("ours-legacy-static-token", "legacy-static-token"),
+    (
+        "ours-legacy-client-credentials",
+        "legacy-client-credentials",
+    ),
+];
+
+/// The `TCP_QUICKACK` prototype's rows (`brain-bench seq --client ID`).
+const QUICKACK_ROWS: [&str; 4] = [
+    "floor-hyper",
+    "floor-quickack",
+    "session-hyper",
+    "session-quickack",
+];
+
+/// How many calls each kind of row makes (and how many it makes first, uncounted).
+#[derive(Debug)]
+struct Counts {
+    calls: u64,
+    warmup: u64,
+    /// The session-per-call peers' clients (a few ms per call).
+    peer: u64,
+    /// Through the simulated network (10 to 60 ms per call).
+    wan: u64,
+    wan_warmup: u64,
+    wan_peer: u64,
+    /// At one call every 50 ms.
+    paced: u64,
+    paced_warmup: u64,
+    /// Against the server without TCP_NODELAY (44 ms per call for most).
+    slow: u64,
+    slow_warmup: u64,
+    /// stdio (a process per call: 0.3 s cold).
+    stdio: u64,
+    stdio_warmup: u64,
+    /// The TypeScript SDK's stdio client (a process per call, and a close that waits
+    /// for it to exit).
+    ts_stdio: u64,
+}
+
+impl Counts {
+    fn new(calls: u64) -> Self {
+        Self {
+            calls,
+            warmup: (calls / 10).max(10),
+            peer: (calls / 5).max(50),
+            wan: (calls / 5).max(50),
+            wan_warmup: 10,
+            wan_peer: (calls / 10).max(30),
+            paced: (calls / 10).max(50),
+            paced_warmup: 10,
+            slow: (calls / 5).max(50),
+            slow_warmup: 10,
+            stdio: (calls / 25).max(20),
+            stdio_warmup: 2,
+            ts_stdio: (calls / 100).max(5),
+        }
+    }
+}
+
+/// The label `brain-bench seq --client CLIENT` rows have in the report.
+fn id_of(client: &str) -> &'static str {
+    match client {
+        "legacy" => "ours-legacy",
+        "legacy-cold" => "ours-legacy-cold",
+        "modern" => "ours-modern",
+        "stdio" => "ours-stdio",
+        "stdio-cold" => "ours-stdio-cold",
+        _ => "floor",
+    }
+}
+
+/// Runs a peer's benchmark script; its last line is its JSON.
+fn peer_line(command: &mut Command) -> anyhow::Result<Value> {
+    let output = util::output(command)?;
+    let line = output.lines().last().unwrap_or_default();
+    serde_json::from_str(line.trim()).with_context(|| format!("the peer printed {output:?}"))
+}
+
+/// Runs every client once per round, in turn; one row per client, with the medians.
+fn measure(clients: &[(&str, Measure)], rounds: usize, what: &str) -> anyhow::Result<Vec<Value>> {
+    let mut runs: Vec<Vec<Value>> = vec![Vec::new(); clients.len()];
+    for round in 0..rounds {
+        for (i, (name, client)) in clients.iter().enumerate() {
+            eprintln!("bench: {what} round {} {name}", round + 1);
+            runs[i].push(client()?);
+        }
+    }
+    Ok(clients
+        .iter()
+        .zip(runs)
+        .map(|((name, _), runs)| {
+            let mut row = json!({
+                "client": name,
+                "label": runs[0]["client"],
+                "calls": runs[0]["calls"],
+                "calls_per_s": median(&runs, "calls_per_s"),
+                "p50_ms": median(&runs, "p50_ms"),
+                "p99_ms": median(&runs, "p99_ms"),
+            });
+            for extra in ["result_p50_ms", "result_p99_ms", "interval_ms"] {
+                if runs[0].get(extra).is_some() {
+                    row[extra] = json!(median(&runs, extra));
+                }
+            }
+            if runs[0].get("warm_served").is_some() {
+                // Of the calls of a run (warm-up included), how many a warm context served.
+                row["warm_served"] = runs[0]["warm_served"].clone();
+                row["calls_with_warmup"] = runs[0]["calls_with_warmup"].clone();
+            }
+            row
+        })
+        .collect())
+}
+
+fn with(mut row: Value, key: &str, value: &str) -> Value {
+    row[key] = json!(value);
+    row
 }
 
 fn median(runs: &[Value], key: &str) -> f64 {
@@ -293,82 +576,310 @@ fn median(runs: &[Value], key: &str) -> f64 {
     values.get(values.len() / 2).copied().unwrap_or(0.0)
 }
 
+/// The rows of one array of the report (optionally only those with `key` = `value`).
+fn rows<'a>(report: &'a Value, array: &str, filter: Option<(&str, &str)>) -> Vec<&'a Value> {
+    report[array]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|row| filter.is_none_or(|(key, value)| row[key] == value))
+        .collect()
+}
+
+fn find<'a>(rows: &[&'a Value], client: &str) -> Option<&'a Value> {
+    rows.iter().find(|row| row["client"] == client).copied()
+}
+
+fn num(row: Option<&Value>, key: &str) -> f64 {
+    row.and_then(|row| row[key].as_f64()).unwrap_or(f64::NAN)
+}
+
+/// A ratio with its goal, as a line of the report.
+fn ratio_line(md: &mut String, what: &str, value: f64, goal: &str, met: bool) {
+    let _ = writeln!(
+        md,
+        "- {what}: **{value:.2}x** (goal {goal}: {})",
+        if value.is_nan() {
+            "not measured"
+        } else if met {
+            "met"
+        } else {
+            "not met"
+        }
+    );
+}
+
+fn table(md: &mut String, rows: &[&Value], extra_result: bool) {
+    let _ = writeln!(
+        md,
+        "| id | client | calls/s | p50 ms | p99 ms |{}\n|---|---|---|---|---|{}",
+        if extra_result {
+            " p50 until the result ms |"
+        } else {
+            ""
+        },
+        if extra_result { "---|" } else { "" }
+    );
+    for row in rows {
+        let warm = match (
+            row["warm_served"].as_u64(),
+            row["calls_with_warmup"].as_u64(),
+        ) {
+            (Some(served), Some(total)) if served > 0 || row["client"] == "ours-legacy" => {
+                format!(" ({served} of {total} calls warm)")
+            }
+            _ => String::new(),
+        };
+        let rate = row["calls_per_s"].as_f64().unwrap_or(0.0);
+        let _ = write!(
+            md,
+            "| `{}` | {}{} | {} | {:.3} | {:.3} |",
+            row["client"].as_str().unwrap_or_default(),
+            row["label"].as_str().unwrap_or_default(),
+            warm,
+            if rate < 100.0 {
+                format!("{rate:.1}")
+            } else {
+                format!("{rate:.0}")
+            },
+            row["p50_ms"].as_f64().unwrap_or(0.0),
+            row["p99_ms"].as_f64().unwrap_or(0.0),
+        );
+        if extra_result {
+            let _ = write!(
+                md,
+                " {} |",
+                row["result_p50_ms"]
+                    .as_f64()
+                    .map_or("-".to_owned(), |v| format!("{v:.3}"))
+            );
+        }
+        let _ = writeln!(md);
+    }
+}
+
 fn markdown(report: &Value) -> String {
     let mut md = String::new();
     let _ = writeln!(
         md,
-        "## cargo xtask bench\n\n{} cores; rmcp {}, TypeScript SDK {}, python mcp {}; medians of {} rounds; echo tool on the testkit over loopback.\n",
+        "## cargo xtask bench\n\n{} cores; rmcp {}, TypeScript SDK {}, python mcp {}, server-everything {}; medians of {} rounds; echo tool.\n",
         report["cores"],
         report["versions"]["rmcp"],
         report["versions"]["ts_sdk"],
         report["versions"]["python_mcp"],
+        report["versions"]["server_everything"],
         report["rounds"]
     );
-    for server in ["nodelay", "no-nodelay"] {
-        let rows: Vec<&Value> = report["sequential"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|row| row["server"] == server)
-            .collect();
-        let find = |client: &str| rows.iter().find(|row| row["client"] == client).copied();
+    let main_ids = [
+        "ours-legacy",
+        "ours-legacy-cold",
+        "ours-modern",
+        "floor",
+        "ts-sdk",
+        "py-sdk",
+    ];
+    let loopback = rows(report, "sequential", Some(("server", "nodelay")));
+    let main: Vec<&Value> = main_ids
+        .iter()
+        .filter_map(|id| find(&loopback, id))
+        .collect();
+    let _ = writeln!(
+        md,
+        "### Sequential calls, testkit with TCP_NODELAY, loopback\n"
+    );
+    table(&mut md, &main, false);
+    let wan = rows(report, "wan", None);
+    let _ = writeln!(
+        md,
+        "\n### The same through the delay proxy ({} ms each way: 10 ms round trip)\n",
+        report["wan_delay_ms_each_way"]
+    );
+    table(&mut md, &wan, false);
+    let stdio = rows(report, "stdio", None);
+    let _ = writeln!(
+        md,
+        "\n### stdio: server-everything, a process per call\n\nThe TypeScript SDK's p50 and calls/s include its `close()`, which closes the server's stdin and waits for the process to exit; the last column stops at the result. Ours returns at the result and ends the process group in the background.\n"
+    );
+    table(&mut md, &stdio, true);
+    let authorization = rows(report, "authorization", None);
+    let _ = writeln!(
+        md,
+        "\n### Authorization: testkit behind a bearer check, loopback\n\nThe same server for every row; client credentials fetch a token once (the server is its own authorization server), then every call carries the cached one.\n"
+    );
+    table(&mut md, &authorization, false);
+    let paced = rows(report, "paced", None);
+    let _ = writeln!(
+        md,
+        "\n### Paced: one call every N ms (still one at a time), instead of back to back\n\n| network | every | id | client | p50 ms | p99 ms |\n|---|---|---|---|---|---|"
+    );
+    for row in &paced {
+        let warm = match (
+            row["warm_served"].as_u64(),
+            row["calls_with_warmup"].as_u64(),
+        ) {
+            (Some(served), Some(total)) if served > 0 => {
+                format!(" ({served} of {total} calls warm)")
+            }
+            _ => String::new(),
+        };
         let _ = writeln!(
             md,
-            "### Sequential calls, server {}\n\n| client | calls/s | p50 ms | p99 ms | p50 vs legacy ours | p50 vs 2026 ours | calls/s: ours legacy ÷ it |\n|---|---|---|---|---|---|---|",
-            if server == "nodelay" {
-                "with TCP_NODELAY"
-            } else {
-                "without TCP_NODELAY"
-            }
+            "| {} | {} ms | `{}` | {}{} | {:.3} | {:.3} |",
+            row["network"].as_str().unwrap_or_default(),
+            row["interval_ms"].as_f64().unwrap_or(0.0),
+            row["client"].as_str().unwrap_or_default(),
+            row["label"].as_str().unwrap_or_default(),
+            warm,
+            row["p50_ms"].as_f64().unwrap_or(0.0),
+            row["p99_ms"].as_f64().unwrap_or(0.0),
         );
-        let legacy = find("ours-legacy");
-        let modern = find("ours-modern");
-        for row in &rows {
-            let ratio = |ours: Option<&Value>, key: &str| {
-                ours.and_then(|ours| Some(row[key].as_f64()? / ours[key].as_f64()?))
-                    .map_or("-".to_owned(), |r| format!("{r:.2}x"))
-            };
-            let speedup = legacy
-                .and_then(|legacy| {
-                    Some(legacy["calls_per_s"].as_f64()? / row["calls_per_s"].as_f64()?)
-                })
-                .map_or("-".to_owned(), |r| format!("{r:.1}x"));
-            let _ = writeln!(
-                md,
-                "| {} | {:.0} | {:.3} | {:.3} | {} | {} | {} |",
-                row["label"].as_str().unwrap_or_default(),
-                row["calls_per_s"].as_f64().unwrap_or(0.0),
-                row["p50_ms"].as_f64().unwrap_or(0.0),
-                row["p99_ms"].as_f64().unwrap_or(0.0),
-                ratio(legacy, "p50_ms"),
-                ratio(modern, "p50_ms"),
-                speedup,
-            );
-        }
-        if let (Some(floor), Some(legacy), Some(modern)) = (find("floor"), legacy, modern) {
-            let p50 = |row: &Value| row["p50_ms"].as_f64().unwrap_or(f64::NAN);
-            let _ = writeln!(
-                md,
-                "\nLegacy per-call p50 is {:.2}x the floor's; 2026-07-28 per-call p50 is {:.2}x the floor's.",
-                p50(legacy) / p50(floor),
-                p50(modern) / p50(floor)
-            );
-            if let Some(ts) = find("ts-sdk") {
-                let _ = writeln!(
-                    md,
-                    "Ours (legacy) makes {:.1}x the calls/s of the TypeScript SDK's per-call client; ours (2026-07-28) {:.1}x.",
-                    legacy["calls_per_s"].as_f64().unwrap_or(0.0)
-                        / ts["calls_per_s"].as_f64().unwrap_or(f64::NAN),
-                    modern["calls_per_s"].as_f64().unwrap_or(0.0)
-                        / ts["calls_per_s"].as_f64().unwrap_or(f64::NAN)
-                );
-            }
-        }
-        let _ = writeln!(md);
+    }
+
+    // The goals.
+    let p50 = |rows: &[&Value], id: &str| num(find(rows, id), "p50_ms");
+    let cps = |rows: &[&Value], id: &str| num(find(rows, id), "calls_per_s");
+    let paced_in = |network: &str, every: u64| -> Vec<&Value> {
+        paced
+            .iter()
+            .filter(|row| {
+                row["network"] == network && row["interval_ms"].as_f64() == Some(every as f64)
+            })
+            .copied()
+            .collect()
+    };
+    let (paced_loop, paced_wan, paced_stdio, slow_stdio) = (
+        paced_in("loopback", PACE_MS),
+        paced_in("wan", PACE_MS),
+        paced_in("stdio", PACE_MS),
+        paced_in("stdio", STDIO_PACE_MS),
+    );
+    let _ = writeln!(md, "\n### Ratios and goals\n");
+    let r = p50(&loopback, "ours-legacy") / p50(&loopback, "floor");
+    ratio_line(
+        &mut md,
+        "legacy (default) p50 ÷ floor p50, loopback, back to back",
+        r,
+        "≤ 1.5x",
+        r <= 1.5,
+    );
+    let r = p50(&paced_loop, "ours-legacy") / p50(&paced_loop, "floor");
+    ratio_line(
+        &mut md,
+        "legacy (default) p50 ÷ floor p50, loopback, one call every 50 ms",
+        r,
+        "≤ 1.5x",
+        r <= 1.5,
+    );
+    let r = p50(&wan, "ours-legacy") / p50(&wan, "floor");
+    ratio_line(
+        &mut md,
+        "legacy (default) p50 ÷ floor p50, 10 ms RTT, back to back",
+        r,
+        "≤ 1.3x",
+        r <= 1.3,
+    );
+    let r = p50(&paced_wan, "ours-legacy") / p50(&paced_wan, "floor");
+    ratio_line(
+        &mut md,
+        "legacy (default) p50 ÷ floor p50, 10 ms RTT, one call every 50 ms",
+        r,
+        "≤ 1.3x",
+        r <= 1.3,
+    );
+    let _ = writeln!(
+        md,
+        "- legacy cold p50 ÷ legacy default p50: loopback {:.2}x, 10 ms RTT {:.2}x (back to back); at one call every 50 ms: loopback {:.2}x, 10 ms RTT {:.2}x",
+        p50(&loopback, "ours-legacy-cold") / p50(&loopback, "ours-legacy"),
+        p50(&wan, "ours-legacy-cold") / p50(&wan, "ours-legacy"),
+        p50(&paced_loop, "ours-legacy-cold") / p50(&paced_loop, "ours-legacy"),
+        p50(&paced_wan, "ours-legacy-cold") / p50(&paced_wan, "ours-legacy"),
+    );
+    let r = p50(&stdio, "ours-stdio-cold") / p50(&stdio, "ours-stdio");
+    ratio_line(
+        &mut md,
+        "stdio cold p50 ÷ stdio default p50, back to back",
+        r,
+        "≥ 50x",
+        r >= 50.0,
+    );
+    let r = p50(&paced_stdio, "ours-stdio-cold") / p50(&paced_stdio, "ours-stdio");
+    ratio_line(
+        &mut md,
+        "stdio cold p50 ÷ stdio default p50, one call every 50 ms",
+        r,
+        "≥ 50x",
+        r >= 50.0,
+    );
+    let r = p50(&slow_stdio, "ours-stdio-cold") / p50(&slow_stdio, "ours-stdio");
+    ratio_line(
+        &mut md,
+        &format!("stdio cold p50 ÷ stdio default p50, one call every {STDIO_PACE_MS} ms"),
+        r,
+        "≥ 50x",
+        r >= 50.0,
+    );
+    let r = cps(&stdio, "ours-stdio") / cps(&stdio, "ts-sdk-stdio");
+    ratio_line(
+        &mut md,
+        "ours-stdio calls/s ÷ ts-sdk-stdio calls/s",
+        r,
+        "≥ 10x",
+        r >= 10.0,
+    );
+    let r = p50(&loopback, "ours-modern") / p50(&loopback, "floor");
+    ratio_line(
+        &mut md,
+        "2026-07-28 p50 ÷ floor p50, loopback",
+        r,
+        "≤ 1.3x",
+        r <= 1.3,
+    );
+    let _ = writeln!(
+        md,
+        "- 2026-07-28 p50 ÷ floor p50, 10 ms RTT: {:.2}x",
+        p50(&wan, "ours-modern") / p50(&wan, "floor")
+    );
+    let _ = writeln!(
+        md,
+        "- calls/s ÷ the TypeScript SDK's per-call client (loopback): ours legacy {:.1}x, ours 2026-07-28 {:.1}x",
+        cps(&loopback, "ours-legacy") / cps(&loopback, "ts-sdk"),
+        cps(&loopback, "ours-modern") / cps(&loopback, "ts-sdk"),
+    );
+    let _ = writeln!(
+        md,
+        "- OAuth client credentials (token cached) p50 ÷ static token p50, protected server: 2026-07-28 {:.2}x, legacy {:.2}x",
+        p50(&authorization, "ours-modern-client-credentials")
+            / p50(&authorization, "ours-modern-static-token"),
+        p50(&authorization, "ours-legacy-client-credentials")
+            / p50(&authorization, "ours-legacy-static-token"),
+    );
+
+    let no_nodelay = rows(report, "sequential", Some(("server", "no-nodelay")));
+    let _ = writeln!(md, "\n### Sequential calls, testkit without TCP_NODELAY\n");
+    table(&mut md, &no_nodelay, false);
+    let _ = writeln!(
+        md,
+        "\n### The TCP_QUICKACK prototype against both servers (p50 ms)\n\n| id | client | with TCP_NODELAY | without TCP_NODELAY |\n|---|---|---|---|"
+    );
+    for id in ["floor"]
+        .into_iter()
+        .chain(QUICKACK_ROWS)
+        .chain(["ours-legacy-cold"])
+    {
+        let (with, without) = (find(&loopback, id), find(&no_nodelay, id));
+        let _ = writeln!(
+            md,
+            "| `{id}` | {} | {:.3} | {:.3} |",
+            with.or(without)
+                .and_then(|row| row["label"].as_str())
+                .unwrap_or_default(),
+            num(with, "p50_ms"),
+            num(without, "p50_ms"),
+        );
     }
     let _ = writeln!(
         md,
-        "### Concurrency (one ToolHost)\n\n| era | callers | calls/s | p99 ms |\n|---|---|---|---|"
+        "\n### Concurrency (one ToolHost)\n\n| era | callers | calls/s | p99 ms |\n|---|---|---|---|"
     );
     for row in report["concurrency"].as_array().into_iter().flatten() {
         let _ = writeln!(

@@ -31,31 +31,149 @@ use crate::{
     util,
 };
 
-/// The official client scenarios we run, per revision.
-const OFFICIAL: &[(&str, &[&str])] = &[
-    (
-        "2025-11-25",
-        &[
-            "initialize",
-            "tools_call",
-            "sse-retry",
-            "elicitation-sep1034-client-defaults",
-        ],
-    ),
-    (
-        "2026-07-28",
-        &[
-            "tools_call",
-            "request-metadata",
-            "sep-2322-client-request-state",
-            "http-standard-headers",
-            "http-custom-headers",
-            "http-invalid-tool-headers",
-            "json-schema-ref-no-deref",
-            "json-schema-2020-12-preservation",
-        ],
-    ),
+/// The revisions whose client scenarios we run, oldest first: each scenario at every
+/// revision the suite lists it for (`conformance list --client --spec-version R`).
+const REVISIONS: &[&str] = &["2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"];
+
+/// Extension scenarios (listed as `[extension]`, not on the spec timeline, never scored)
+/// are run at these revisions' wires, with `--force`, as the suite's `--requirements`
+/// runs do.
+const EXTENSION_REVISIONS: &[&str] = &["2025-11-25", "2026-07-28"];
+
+/// Client scenarios the suite lists that we do not run, with why.
+const NOT_RUN: &[(&str, &str)] = &[(
+    "sep-2640-client-",
+    "the skills extension (SEP-2640: skills/list and skill files) is not part of a tool layer",
+)];
+
+/// Scenarios whose server misbehaves so that the client must stop (the suite allows a
+/// client error there): a run passes only when the client failed with its error exit, and
+/// the suite's checks found nothing sent that must not be (no authorization request, no
+/// code exchange, no fourth authorization).
+const MUST_REFUSE: &[&str] = &[
+    "auth/resource-mismatch",
+    "auth/iss-supported-missing",
+    "auth/iss-wrong-issuer",
+    "auth/iss-unexpected",
+    "auth/iss-normalized",
+    "auth/metadata-issuer-mismatch",
+    "auth/scope-retry-limit",
 ];
+
+/// One official client scenario at one revision.
+#[derive(Debug, Clone)]
+struct Official {
+    scenario: String,
+    revision: &'static str,
+    /// An extension scenario: run with `--force`, shown as suite `extension`.
+    extension: bool,
+}
+
+/// The scenario names of a `conformance list --client ...` listing, each with the
+/// bracketed revisions (or `extension`) after it.
+fn listed(listing: &str) -> Vec<(String, String)> {
+    listing
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("- "))
+        .filter_map(|entry| {
+            let (name, tags) = entry.split_once(' ')?;
+            let tags = tags.trim().strip_prefix('[')?.strip_suffix(']')?;
+            Some((name.to_owned(), tags.to_owned()))
+        })
+        .collect()
+}
+
+/// Every client scenario the pinned suite lists, at every revision it lists it for, and
+/// the extensions at [`EXTENSION_REVISIONS`], from the suite's own listing.
+fn official_scenarios(peers: &Peers) -> anyhow::Result<Vec<Official>> {
+    let list = |args: &[&str]| -> anyhow::Result<Vec<(String, String)>> {
+        let text = util::output(
+            Command::new(&peers.node)
+                .arg(&peers.conformance)
+                .args(["list", "--client"])
+                .args(args),
+        )?;
+        Ok(listed(&text))
+    };
+    let skipped = |name: &str| NOT_RUN.iter().any(|(prefix, _)| name.starts_with(prefix));
+    let mut runs = Vec::new();
+    for revision in REVISIONS {
+        for (scenario, _) in list(&["--spec-version", revision])? {
+            if !skipped(&scenario) {
+                runs.push(Official {
+                    scenario,
+                    revision,
+                    extension: false,
+                });
+            }
+        }
+    }
+    let extensions: Vec<String> = list(&[])?
+        .into_iter()
+        .filter(|(name, tags)| tags == "extension" && !skipped(name))
+        .map(|(name, _)| name)
+        .collect();
+    for revision in EXTENSION_REVISIONS {
+        for scenario in &extensions {
+            runs.push(Official {
+                scenario: scenario.clone(),
+                revision,
+                extension: true,
+            });
+        }
+    }
+    anyhow::ensure!(
+        !runs.is_empty(),
+        "the suite lists no client scenario (`conformance list --client` printed nothing usable)"
+    );
+    Ok(runs)
+}
+
+/// How many official scenarios run at once (each is a node process and our client,
+/// mostly waiting on each other); `BRAIN_CONFORMANCE_JOBS` overrides.
+fn official_jobs() -> usize {
+    std::env::var("BRAIN_CONFORMANCE_JOBS")
+        .ok()
+        .and_then(|jobs| jobs.parse().ok())
+        .unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map_or(2, std::num::NonZeroUsize::get)
+                .saturating_add(1)
+                .min(4)
+        })
+        .max(1)
+}
+
+/// Runs the official scenarios, `jobs` at a time; rows in the order given.
+fn run_official(peers: &Peers, client: &Path, runs: &[Official], out: &Path) -> Vec<Row> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let rows = std::sync::Mutex::new(vec![None; runs.len()]);
+    std::thread::scope(|scope| {
+        for _ in 0..official_jobs().min(runs.len()) {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    let Some(run) = runs.get(i) else { break };
+                    let row = official(peers, client, run, out);
+                    eprintln!(
+                        "{} {} @ {}: {}",
+                        row.suite,
+                        row.scenario,
+                        row.revision,
+                        if row.passed { "pass" } else { "fail" }
+                    );
+                    rows.lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)[i] = Some(row);
+                }
+            });
+        }
+    });
+    rows.into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .into_iter()
+        .flatten()
+        .collect()
+}
 
 /// The suite kills a client after this long; we kill the suite itself a bit later.
 const SCENARIO_TIMEOUT_MS: u64 = 30_000;
@@ -228,18 +346,16 @@ fn inside(options: &Options) -> anyhow::Result<()> {
         std::fs::create_dir_all(&dir)?;
     }
     let mut rows = Vec::new();
-    for (revision, scenarios) in OFFICIAL {
-        for scenario in scenarios.iter() {
-            if options.wants("official", scenario) {
-                rows.push(official(
-                    &peers,
-                    &official_client(&client),
-                    revision,
-                    scenario,
-                    &out,
-                ));
-            }
-        }
+    if options
+        .suite
+        .as_deref()
+        .is_none_or(|suite| suite == "official")
+    {
+        let runs: Vec<Official> = official_scenarios(&peers)?
+            .into_iter()
+            .filter(|run| options.wants("official", &run.scenario))
+            .collect();
+        rows.extend(run_official(&peers, &official_client(&client), &runs, &out));
     }
     for (name, server_era, transport, era) in OURS {
         if options.wants("ours", name) {
@@ -347,11 +463,15 @@ fn strip_ansi(text: &str) -> String {
 }
 
 /// One official client scenario, run on its own.
-fn official(peers: &Peers, client: &Path, revision: &str, scenario: &str, out: &Path) -> Row {
+fn official(peers: &Peers, client: &Path, run: &Official, out: &Path) -> Row {
+    let (scenario, revision) = (run.scenario.as_str(), run.revision);
     let dir = out.join("official").join(revision).join(scenario);
-    eprintln!("official {scenario} @ {revision} ...");
     let mut row = Row {
-        suite: "official",
+        suite: if run.extension {
+            "extension"
+        } else {
+            "official"
+        },
         scenario: scenario.to_owned(),
         revision: revision.to_owned(),
         transport: "http",
@@ -368,6 +488,10 @@ fn official(peers: &Peers, client: &Path, revision: &str, scenario: &str, out: &
         .arg(&dir)
         .args(["--timeout", &SCENARIO_TIMEOUT_MS.to_string()])
         .env_remove("MCP_CONFORMANCE_CONTEXT");
+    if run.extension {
+        // Extensions are not on the spec timeline: skipped under --spec-version otherwise.
+        command.arg("--force");
+    }
     let finished = match std::fs::create_dir_all(&dir)
         .map_err(anyhow::Error::from)
         .and_then(|()| run_bounded(command, RUNNER_DEADLINE))
@@ -398,11 +522,20 @@ fn official(peers: &Peers, client: &Path, revision: &str, scenario: &str, out: &
     if stderr.contains("CLIENT TIMED OUT") {
         problems.push("the client timed out".to_owned());
     }
-    if let Some(line) = stderr
+    let exited = stderr
         .lines()
         .find(|line| line.contains("Client exited with code"))
-    {
-        problems.push(line.trim().to_owned());
+        .map(|line| line.trim().to_owned());
+    let refusal = MUST_REFUSE.contains(&scenario);
+    match exited {
+        // The client refused, as it must here: it failed with its error exit (1), not a
+        // crash (101) or a kill. The checks say it sent nothing it must not send.
+        Some(line) if refusal && line.ends_with("code 1") => {}
+        Some(line) => problems.push(line),
+        None if refusal => {
+            problems.push("the client did not refuse (it exited 0; it must fail here)".into());
+        }
+        None => {}
     }
     let checks = read_checks(&dir, scenario);
     let (successes, failing) = match &checks {
@@ -420,7 +553,15 @@ fn official(peers: &Peers, client: &Path, revision: &str, scenario: &str, out: &
         problems.push(format!("the suite exited with {:?}", finished.code));
     }
     row.passed = problems.is_empty() && finished.code == Some(0);
-    row.note = if row.passed {
+    row.note = if row.passed && refusal {
+        let why = client_failure(&dir, scenario)
+            .map(|line| {
+                line.split_once("FAILED: ")
+                    .map_or(line.clone(), |(_, why)| why.to_owned())
+            })
+            .unwrap_or_default();
+        format!("{successes}/{successes} checks; refused: {why}")
+    } else if row.passed {
         format!("{successes}/{successes} checks")
     } else {
         // What the client said about it, last.
@@ -445,8 +586,14 @@ fn read_checks(dir: &Path, scenario: &str) -> anyhow::Result<Vec<Value>> {
         .context("checks.json is not an array")
 }
 
+/// The suite's result folder, `<dir>/<scenario>-<time>` (`auth/x` is `<dir>/auth/x-<time>`).
 fn run_dir(dir: &Path, scenario: &str) -> Option<PathBuf> {
-    let prefix = format!("{scenario}-");
+    let scenario = Path::new(scenario);
+    let dir = match scenario.parent() {
+        Some(parent) => dir.join(parent),
+        None => dir.to_path_buf(),
+    };
+    let prefix = format!("{}-", scenario.file_name()?.to_string_lossy());
     std::fs::read_dir(dir)
         .ok()?
         .filter_map(Result::ok)

@@ -3,20 +3,23 @@
 //! 1. `cargo fmt --all -- --check`
 //! 2. `cargo clippy --workspace --all-targets -- -D warnings`
 //! 3. the dependency direction (`cargo tree`), an invariant of `docs/ARCHITECTURE.md`
-//! 4. the testkit binaries (tests of other crates spawn them)
-//! 5. the pinned peers in `target/peers/` (some tests start server-everything)
-//! 6. the workspace's tests (`cargo nextest run` when installed, else `cargo test`)
-//! 7. `cargo xtask conformance`
+//! 4. the public API of the library crates against `xtask/api/` (`cargo xtask api`)
+//! 5. `cargo package` of the published crates, verification included, and what they hold
+//! 6. the testkit binaries (tests of other crates spawn them)
+//! 7. the pinned peers in `target/peers/` (some tests start server-everything)
+//! 8. the workspace's tests (`cargo nextest run` when installed, else `cargo test`)
+//! 9. `cargo xtask conformance`
 //!
 //! Every step runs even when an earlier one failed, so one run shows every problem.
-//! `--step NAME` (repeatable) runs only the named steps: fmt, clippy, deps, testkit,
-//! peers, tests, conformance.
+//! `--step NAME` (repeatable) runs only the named steps: fmt, clippy, deps, api, package,
+//! testkit, peers, tests, conformance.
 
 use std::{collections::BTreeSet, time::Instant};
 
 use anyhow::Context as _;
+use serde_json::Value;
 
-use crate::{conformance, util};
+use crate::{api, conformance, util};
 
 type Step = (&'static str, fn() -> anyhow::Result<()>);
 
@@ -24,12 +27,19 @@ const STEPS: &[Step] = &[
     ("fmt", fmt),
     ("clippy", clippy),
     ("deps", dependency_direction),
+    ("api", || api::run(&[])),
+    ("package", package),
     ("testkit", testkit_binaries),
     // Some tests start the real peers (server-everything): install them first.
     ("peers", || crate::peers::install().map(|_| ())),
     ("tests", tests),
     ("conformance", || conformance::run(&[])),
 ];
+
+/// The names of the steps, in order (`--step NAME`).
+pub(crate) fn step_names() -> impl Iterator<Item = &'static str> {
+    STEPS.iter().map(|(name, _)| *name)
+}
 
 /// The subcommand.
 pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
@@ -44,11 +54,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         anyhow::ensure!(
             STEPS.iter().any(|(step, _)| step == name),
             "unknown step {name:?}: {}",
-            STEPS
-                .iter()
-                .map(|(step, _)| *step)
-                .collect::<Vec<_>>()
-                .join(", ")
+            step_names().collect::<Vec<_>>().join(", ")
         );
         only.push(name.as_str());
     }
@@ -95,6 +101,124 @@ fn clippy() -> anyhow::Result<()> {
         "-D",
         "warnings",
     ]))
+}
+
+/// The crates that publish, in dependency order; every other member is `publish = false`.
+const PUBLISHED: &[&str] = &[
+    "brain-tools-config",
+    "brain-tools-policy",
+    "brain-tools-events",
+    "brain-mcp-transport",
+    "brain-tools",
+    "mcp-tools",
+];
+
+/// What a package may hold besides `src/` and `examples/`.
+const PACKAGE_FILES: &[&str] = &[
+    ".cargo_vcs_info.json",
+    "Cargo.lock",
+    "Cargo.toml",
+    "Cargo.toml.orig",
+    "LICENSE",
+    "README.md",
+];
+
+/// `cargo package` of the published crates, verification included.
+///
+/// One `cargo package` for all of them: each crate's verification build takes its
+/// siblings from the packages just made (cargo's local registry overlay), so nothing has
+/// to be on crates.io first. Then the metadata and the file lists are checked: exactly
+/// [`PUBLISHED`] may publish, and a package holds its sources, README and LICENSE, and
+/// nothing else (no tests, snapshots of integration tests or fixtures).
+fn package() -> anyhow::Result<()> {
+    let metadata: Value = serde_json::from_str(&util::output(util::cargo().args([
+        "metadata",
+        "--no-deps",
+        "--format-version",
+        "1",
+    ]))?)
+    .context("cargo metadata printed something that is not JSON")?;
+    let mut problems = Vec::new();
+    let license = std::fs::read(util::workspace_root().join("LICENSE"))
+        .context("cannot read the workspace's LICENSE")?;
+    let mut versions = Vec::new();
+    for package in metadata["packages"].as_array().into_iter().flatten() {
+        let name = package["name"].as_str().unwrap_or("?");
+        // `publish = false` is an empty list of registries; no `publish` is null.
+        let publishes = package["publish"].as_array().is_none_or(|r| !r.is_empty());
+        if publishes != PUBLISHED.contains(&name) {
+            problems.push(format!(
+                "{name} {} publish (expected only {})",
+                if publishes { "may" } else { "may not" },
+                PUBLISHED.join(", ")
+            ));
+        }
+        if !publishes {
+            continue;
+        }
+        versions.push((
+            name.to_owned(),
+            package["version"].as_str().unwrap_or("?").to_owned(),
+        ));
+        for field in [
+            "description",
+            "license",
+            "readme",
+            "repository",
+            "rust_version",
+        ] {
+            if package[field].as_str().is_none_or(str::is_empty) {
+                problems.push(format!("{name} has no {field}"));
+            }
+        }
+        for field in ["keywords", "categories"] {
+            if package[field].as_array().is_none_or(Vec::is_empty) {
+                problems.push(format!("{name} has no {field}"));
+            }
+        }
+        let dir = std::path::Path::new(package["manifest_path"].as_str().unwrap_or_default())
+            .parent()
+            .map(std::path::Path::to_path_buf)
+            .unwrap_or_default();
+        // A symlink to the workspace's LICENSE; a checkout without symlinks breaks it.
+        if std::fs::read(dir.join("LICENSE")).ok().as_deref() != Some(license.as_slice()) {
+            problems.push(format!(
+                "{name}: {}/LICENSE is not the workspace's LICENSE",
+                dir.display()
+            ));
+        }
+        let listed =
+            util::output(util::cargo().args(["package", "--list", "--allow-dirty", "-p", name]))?;
+        for file in listed.lines() {
+            let allowed = PACKAGE_FILES.contains(&file)
+                || file.starts_with("src/")
+                || file.starts_with("examples/");
+            if !allowed {
+                problems.push(format!("{name} would ship {file}"));
+            }
+        }
+        for file in ["LICENSE", "README.md"] {
+            if !listed.lines().any(|listed| listed == file) {
+                problems.push(format!("{name} would ship without {file}"));
+            }
+        }
+    }
+    anyhow::ensure!(problems.is_empty(), "{}", problems.join("; "));
+    let mut command = util::cargo();
+    command.args(["package", "--allow-dirty"]);
+    for name in PUBLISHED {
+        command.args(["-p", name]);
+    }
+    util::run(&mut command)?;
+    let dir = util::target_dir().join("package");
+    for (name, version) in versions {
+        let file = dir.join(format!("{name}-{version}.crate"));
+        let size = std::fs::metadata(&file)
+            .with_context(|| format!("no {}", file.display()))?
+            .len();
+        eprintln!("{name} {version}: {:.1} KiB packaged", size as f64 / 1024.0);
+    }
+    Ok(())
 }
 
 fn testkit_binaries() -> anyhow::Result<()> {
@@ -186,6 +310,19 @@ fn dependency_direction() -> anyhow::Result<()> {
     }
     if dependencies("brain-tools", true)?.contains("rmcp") {
         problems.push("brain-tools depends on rmcp directly".to_owned());
+    }
+    // The CLI uses only what a host could: brain-tools and the config crate.
+    let cli = dependencies("mcp-tools", true)?;
+    for ours in [
+        "brain-mcp-transport",
+        "brain-tools-events",
+        "brain-tools-policy",
+    ] {
+        if cli.contains(ours) {
+            problems.push(format!(
+                "mcp-tools depends on {ours} directly (a host would use brain-tools)"
+            ));
+        }
     }
     anyhow::ensure!(problems.is_empty(), "{}", problems.join("; "));
     eprintln!("dependency direction ok");

@@ -2,9 +2,108 @@
 
 use std::time::{Duration, Instant};
 
-/// Open file descriptors of this process.
-pub(crate) fn open_fds() -> usize {
-    std::fs::read_dir("/proc/self/fd").map_or(0, |entries| entries.count())
+/// What each open file descriptor refers to (`socket:[inode]`, `pipe:[inode]`, a path).
+fn fd_targets() -> Vec<String> {
+    std::fs::read_dir("/proc/self/fd")
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .filter_map(|entry| std::fs::read_link(entry.path()).ok())
+                .map(|target| target.to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// TCP sockets of this network namespace: (inode, local port, listening).
+fn tcp_sockets() -> Vec<(String, u16, bool)> {
+    ["/proc/self/net/tcp", "/proc/self/net/tcp6"]
+        .iter()
+        .filter_map(|table| std::fs::read_to_string(table).ok())
+        .flat_map(|table| {
+            table
+                .lines()
+                .skip(1)
+                .filter_map(|line| {
+                    let fields: Vec<&str> = line.split_whitespace().collect();
+                    let port = fields.get(1)?.rsplit(':').next()?;
+                    Some((
+                        (*fields.get(9)?).to_owned(),
+                        u16::from_str_radix(port, 16).ok()?,
+                        *fields.get(3)? == "0A",
+                    ))
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// Open file descriptors of this process, but the server side of connections accepted by
+/// a listener of this process (the in-process test servers close those on their own
+/// schedule, e.g. when a handler a client gave up on ends), as what each refers to.
+pub(crate) fn client_fds() -> Vec<String> {
+    let targets = fd_targets();
+    let sockets = tcp_sockets();
+    let ours = |inode: &str| targets.iter().any(|t| *t == format!("socket:[{inode}]"));
+    let listening: Vec<u16> = sockets
+        .iter()
+        .filter(|(inode, _, listen)| *listen && ours(inode))
+        .map(|(_, port, _)| *port)
+        .collect();
+    let accepted: Vec<String> = sockets
+        .iter()
+        .filter(|(_, port, listen)| !*listen && listening.contains(port))
+        .map(|(inode, ..)| format!("socket:[{inode}]"))
+        .collect();
+    targets
+        .into_iter()
+        .filter(|target| !accepted.contains(target))
+        .collect()
+}
+
+/// Waits (up to `timeout`) until this process holds no more file descriptors than it did
+/// when `before` was taken (by [`client_fds`]); panics naming what it holds in excess, by
+/// what each descriptor refers to and how many more of it there are (names such as
+/// `anon_inode:[eventfd]` or `/dev/null` repeat, so a set difference would miss them).
+pub(crate) async fn assert_fds_settle(before: &[String], timeout: Duration) {
+    let deadline = Instant::now() + timeout;
+    let mut now = client_fds();
+    while now.len() > before.len() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        now = client_fds();
+    }
+    if now.len() <= before.len() {
+        return;
+    }
+    let mut excess: std::collections::BTreeMap<&str, isize> = std::collections::BTreeMap::new();
+    for target in &now {
+        *excess.entry(target.as_str()).or_default() += 1;
+    }
+    for target in before {
+        *excess.entry(target.as_str()).or_default() -= 1;
+    }
+    excess.retain(|_, n| *n > 0);
+    panic!(
+        "file descriptors: {} before, {} after; in excess: {excess:?}; threads: {:?}",
+        before.len(),
+        now.len(),
+        threads()
+    );
+}
+
+/// The names of this process's threads, with how many have each name.
+fn threads() -> std::collections::BTreeMap<String, usize> {
+    let mut names = std::collections::BTreeMap::new();
+    for entry in std::fs::read_dir("/proc/self/task")
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+    {
+        if let Ok(name) = std::fs::read_to_string(entry.path().join("comm")) {
+            *names.entry(name.trim().to_owned()).or_default() += 1;
+        }
+    }
+    names
 }
 
 /// Children of this process (running or zombie).

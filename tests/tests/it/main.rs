@@ -2,5 +2,6 @@
 
 mod leaks;
 mod matrix;
+mod reconnect;
 mod scripted;
 mod soak;

@@ -3,7 +3,9 @@
 //! no `tools/call` sent twice, and nothing left behind.
 
 use std::{
+    collections::BTreeMap,
     io::Write,
+    path::PathBuf,
     sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
@@ -17,8 +19,8 @@ use tokio_util::sync::CancellationToken;
 use wiremock::ResponseTemplate;
 
 use crate::{
-    leaks::{alive, children, open_fds, settle},
-    scripted::{Scripted, closing_listener, progress, sse},
+    leaks::{alive, assert_fds_settle, children, client_fds, settle},
+    scripted::{Body, CallAnswer, Scripted, answering, closing_listener, progress, sse},
 };
 
 /// A failing call may take this long past its deadline to say so.
@@ -37,6 +39,27 @@ struct Row {
     arguments: Value,
     cancel_after: Option<Duration>,
     expect: Option<(ErrorKind, Delivery)>,
+    /// Also accepted: this kind with delivery `unknown` (a race the row cannot fix).
+    or_kind: Option<ErrorKind>,
+    /// Text the result's JSON line must contain.
+    contains: Option<&'static str>,
+}
+
+impl Row {
+    fn cancel_after(mut self, after: Duration) -> Self {
+        self.cancel_after = Some(after);
+        self
+    }
+
+    fn contains(mut self, text: &'static str) -> Self {
+        self.contains = Some(text);
+        self
+    }
+
+    fn either_ok_or(mut self, kind: ErrorKind) -> Self {
+        self.or_kind = Some(kind);
+        self
+    }
 }
 
 fn row(
@@ -55,6 +78,8 @@ fn row(
         arguments,
         cancel_after: None,
         expect,
+        or_kind: None,
+        contains: None,
     }
 }
 
@@ -184,58 +209,294 @@ pub(crate) struct Ran {
     pub(crate) debug: Vec<String>,
 }
 
-/// Runs every row, asserting each; returns the events and the table.
-pub(crate) async fn run(servers: &Servers) -> Ran {
-    let (refused_url, _refused) = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        (
-            format!("http://{}/mcp", listener.local_addr().unwrap()),
-            listener,
-        )
-    };
-    drop(_refused);
-    let (reset_url, reset_task) = closing_listener().await;
-    let expired = Scripted::start(Arc::new(|_| ResponseTemplate::new(404))).await;
-    let rpc_error = Scripted::start(Arc::new(|id| {
-        ResponseTemplate::new(200).set_body_json(json!({
-            "jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": "boom"}
-        }))
-    }))
-    .await;
-    let wrong_id = Scripted::start(Arc::new(|_| {
-        ResponseTemplate::new(200).set_body_json(json!({
-            "jsonrpc": "2.0", "id": 424242, "result": {"content": []}
-        }))
-    }))
-    .await;
-    let short_stream = Scripted::start(Arc::new(|_| sse(&[progress("c", 1)]))).await;
-    let limited = Scripted::start(Arc::new(|_| {
-        ResponseTemplate::new(429).insert_header("retry-after", "5")
-    }))
-    .await;
-    let elsewhere = Scripted::start(Arc::new(|_| ResponseTemplate::new(200))).await;
-    let redirect_to = elsewhere.url();
-    let redirecting = wiremock::MockServer::start().await;
-    wiremock::Mock::given(wiremock::matchers::any())
-        .respond_with(ResponseTemplate::new(307).insert_header("location", redirect_to.as_str()))
-        .mount(&redirecting)
-        .await;
-    let redirect_url = format!("{}/mcp", redirecting.uri());
-    let pidfile = std::env::temp_dir().join(format!("brain-matrix-{}.pid", std::process::id()));
+/// Everything the rows point at besides the testkit servers: addresses that refuse or
+/// reset, scripted servers (by name), a redirect, files the stdio rows write.
+struct Fixtures {
+    refused_url: String,
+    _refused: brain_mcp_testkit::RefusedPort,
+    reset_url: String,
+    reset_task: tokio::task::JoinHandle<()>,
+    scripted: BTreeMap<&'static str, Scripted>,
+    elsewhere: Scripted,
+    redirecting: wiremock::MockServer,
+    pidfile: PathBuf,
+    setsid_pidfile: PathBuf,
+    env_file: PathBuf,
+}
 
+/// A JSON-RPC result for a request id.
+fn result(id: &Value, result: Value) -> ResponseTemplate {
+    ResponseTemplate::new(200).set_body_json(json!({"jsonrpc": "2.0", "id": id, "result": result}))
+}
+
+/// The scripted servers, by name: each answers `tools/call` its own way.
+fn scripted_answers() -> Vec<(&'static str, bool, CallAnswer)> {
+    let tiny_blocks = |n: usize| {
+        // `n` tiny text blocks: within a large byte budget, many times its bytes in memory.
+        let block = r#"{"type":"text","text":""}"#;
+        let mut blocks = String::with_capacity(n * (block.len() + 1));
+        for i in 0..n {
+            if i > 0 {
+                blocks.push(',');
+            }
+            blocks.push_str(block);
+        }
+        blocks
+    };
+    let flood = tiny_blocks(600_000);
+    let echo = |text: String| json!({"content": [{"type": "text", "text": text}]});
+    let modern = true;
+    let legacy = false;
+    vec![
+        ("expired", legacy, Arc::new(|_| ResponseTemplate::new(404))),
+        (
+            "rpc_error",
+            legacy,
+            Arc::new(|request| {
+                let id = &request["id"];
+                ResponseTemplate::new(200).set_body_json(json!({
+                    "jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": "boom"}
+                }))
+            }),
+        ),
+        (
+            "wrong_id",
+            legacy,
+            Arc::new(|_| result(&json!(424242), json!({"content": []}))),
+        ),
+        (
+            "short_stream",
+            legacy,
+            Arc::new(|_| sse(&[progress("c", 1)])),
+        ),
+        (
+            "limited",
+            legacy,
+            Arc::new(|_| ResponseTemplate::new(429).insert_header("retry-after", "5")),
+        ),
+        // An SSE stream whose event id cannot be sent back (control characters), with a
+        // retry, that ends before the result: the resume cannot be built, after the call
+        // went out.
+        ("bad_event_id", legacy, Arc::new(|_| bad_event_id())),
+        ("bad_event_id_2026", modern, Arc::new(|_| bad_event_id())),
+        // Servers that echo the bearer token back, everywhere they can.
+        (
+            "echo_text",
+            legacy,
+            Arc::new(move |request| result(&request["id"], echo(format!("your key is {TOKEN}")))),
+        ),
+        (
+            "echo_stream",
+            legacy,
+            Arc::new(move |request| {
+                let id = &request["id"];
+                sse(&[
+                    json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                           "params": {"progressToken": request["params"]["_meta"]["progressToken"], "progress": 1,
+                                      "message": format!("using {TOKEN}")}}),
+                    json!({"jsonrpc": "2.0", "method": "notifications/message",
+                           "params": {"level": "info", "data": {"token": TOKEN}}}),
+                    json!({"jsonrpc": "2.0", "id": id, "result": echo(format!("{TOKEN}!"))}),
+                ])
+            }),
+        ),
+        (
+            "echo_error",
+            legacy,
+            Arc::new(|request| {
+                let id = &request["id"];
+                ResponseTemplate::new(200).set_body_json(json!({
+                    "jsonrpc": "2.0", "id": id,
+                    "error": {"code": -32000, "message": format!("bad token {TOKEN}")}
+                }))
+            }),
+        ),
+        (
+            "echo_escaped_2026",
+            modern,
+            Arc::new(|request| {
+                let id = &request["id"];
+                // The token spelt with JSON escapes, in a progress message and the result.
+                let escaped: String = TOKEN
+                    .chars()
+                    .map(|c| format!("\\u{:04x}", c as u32))
+                    .collect();
+                ResponseTemplate::new(200)
+                    .set_event_stream(format!(
+                        "data: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{{\"level\":\"info\",\"data\":\"{escaped}\"}}}}\n\n\
+                         data: {{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":\"{escaped}\"}}]}}}}\n\n"
+                    ))
+            }),
+        ),
+        // Answers that are not answers.
+        (
+            "notification",
+            legacy,
+            Arc::new(|_| {
+                ResponseTemplate::new(200).set_body_json(json!({
+                    "jsonrpc": "2.0", "method": "notifications/message",
+                    "params": {"level": "info", "data": "working"}
+                }))
+            }),
+        ),
+        ("accepted", legacy, Arc::new(|_| ResponseTemplate::new(202))),
+        (
+            "notification_2026",
+            modern,
+            Arc::new(|_| {
+                ResponseTemplate::new(200).set_body_json(json!({
+                    "jsonrpc": "2.0", "method": "notifications/message",
+                    "params": {"level": "info", "data": "working"}
+                }))
+            }),
+        ),
+        // Results that are not tool results.
+        (
+            "result_string",
+            legacy,
+            Arc::new(|request| result(&request["id"], json!("x"))),
+        ),
+        (
+            "result_array",
+            legacy,
+            Arc::new(|request| result(&request["id"], json!([]))),
+        ),
+        (
+            "result_number",
+            modern,
+            Arc::new(|request| result(&request["id"], json!(5))),
+        ),
+        (
+            "result_empty",
+            legacy,
+            Arc::new(|request| result(&request["id"], json!({}))),
+        ),
+        (
+            "result_is_error_yes",
+            legacy,
+            Arc::new(|request| result(&request["id"], json!({"content": [], "isError": "yes"}))),
+        ),
+        (
+            "result_task",
+            legacy,
+            Arc::new(|request| {
+                let id = &request["id"];
+                result(
+                    id,
+                    json!({"resultType": "task", "task": {"taskId": "t1", "status": "working",
+                           "createdAt": "2026-12-01T00:00:00Z", "ttl": 60000}}),
+                )
+            }),
+        ),
+        // Content that must not reach the model as it is.
+        (
+            "image_not_base64",
+            legacy,
+            Arc::new(|request| {
+                let id = &request["id"];
+                result(
+                    id,
+                    json!({"content": [{"type": "image", "data": "<script>", "mimeType": "image/png"}]}),
+                )
+            }),
+        ),
+        (
+            "image_not_an_image",
+            legacy,
+            Arc::new(|request| {
+                let id = &request["id"];
+                result(
+                    id,
+                    json!({"content": [{"type": "image", "data": "PGh0bWw+", "mimeType": "text/html"}]}),
+                )
+            }),
+        ),
+        (
+            "tiny_blocks",
+            legacy,
+            Arc::new(move |request| {
+                let id = &request["id"];
+                ResponseTemplate::new(200).set_json_text(format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{flood}]}}}}"#
+                ))
+            }),
+        ),
+    ]
+}
+
+fn bad_event_id() -> ResponseTemplate {
+    ResponseTemplate::new(200)
+        .set_event_stream("id: ev\u{1}\u{7f}\u{1b}[31m\nretry: 10\ndata: \n\n")
+}
+
+impl Fixtures {
+    async fn start() -> Self {
+        let refused = brain_mcp_testkit::RefusedPort::new().unwrap();
+        let (reset_url, reset_task) = closing_listener().await;
+        let mut scripted = BTreeMap::new();
+        for (name, modern, answer) in scripted_answers() {
+            let server = if modern {
+                Scripted::start_modern(answer).await
+            } else {
+                Scripted::start(answer).await
+            };
+            scripted.insert(name, server);
+        }
+        let elsewhere = Scripted::start(Arc::new(|_| ResponseTemplate::new(200))).await;
+        let redirecting = answering(wiremock::MockServer::start().await).await;
+        wiremock::Mock::given(wiremock::matchers::any())
+            .respond_with(
+                ResponseTemplate::new(307).insert_header("location", elsewhere.url().as_str()),
+            )
+            .mount(&redirecting)
+            .await;
+        let file = |what: &str| {
+            std::env::temp_dir().join(format!("brain-matrix-{}-{what}", std::process::id()))
+        };
+        Self {
+            refused_url: refused.url(),
+            _refused: refused,
+            reset_url,
+            reset_task,
+            scripted,
+            elsewhere,
+            redirecting,
+            pidfile: file("grandchild.pid"),
+            setsid_pidfile: file("setsid.pid"),
+            env_file: file("env"),
+        }
+    }
+
+    fn url(&self, name: &str) -> String {
+        self.scripted[name].url()
+    }
+
+    /// `tools/call` requests each scripted server received so far.
+    fn scripted_calls(&self) -> Vec<usize> {
+        self.scripted
+            .values()
+            .map(|server| server.calls.load(std::sync::atomic::Ordering::SeqCst))
+            .collect()
+    }
+}
+
+/// Every row of the matrix.
+fn rows(fx: &Fixtures, servers: &Servers) -> Vec<Row> {
     let legacy = servers.legacy_url.as_str();
     let modern = servers.modern_url.as_str();
+    let fault = |fault| servers.fault(fault);
+    let path = |path: &PathBuf| path.to_str().unwrap().to_owned();
     let schema = json!({"type": "object", "required": ["city", "temperature"],
                         "properties": {"city": {"type": "string"}, "temperature": {"type": "number"}}});
     let e = |kind, delivery| Some((kind, delivery));
     use Delivery::{Delivered, NotSent, Unknown};
     use ErrorKind::*;
-    let mut rows = vec![
+    vec![
         row(
             "connection refused",
             "http",
             "-",
-            http(&refused_url, "echo"),
+            http(&fx.refused_url, "echo"),
             json!({}),
             e(Connect, NotSent),
         ),
@@ -243,7 +504,7 @@ pub(crate) async fn run(servers: &Servers) -> Ran {
             "reset before the request is written",
             "http",
             "-",
-            http(&reset_url, "echo"),
+            http(&fx.reset_url, "echo"),
             json!({}),
             e(Connect, NotSent),
         ),
@@ -259,7 +520,7 @@ pub(crate) async fn run(servers: &Servers) -> Ran {
             "401 with a JSON body",
             "http",
             "legacy",
-            http(&servers.fault(HttpFault::Status401), "echo"),
+            http(&fault(HttpFault::Status401), "echo"),
             json!({}),
             e(HttpStatus, NotSent),
         ),
@@ -267,7 +528,7 @@ pub(crate) async fn run(servers: &Servers) -> Ran {
             "401 without a body",
             "http",
             "legacy",
-            http(&servers.fault(HttpFault::Status401Plain), "echo"),
+            http(&fault(HttpFault::Status401Plain), "echo"),
             json!({}),
             e(HttpStatus, NotSent),
         ),
@@ -275,7 +536,7 @@ pub(crate) async fn run(servers: &Servers) -> Ran {
             "403",
             "http",
             "legacy",
-            http(&servers.fault(HttpFault::Status403), "echo"),
+            http(&fault(HttpFault::Status403), "echo"),
             json!({}),
             e(HttpStatus, NotSent),
         ),
@@ -283,15 +544,15 @@ pub(crate) async fn run(servers: &Servers) -> Ran {
             "404 session expired mid-call",
             "http",
             "legacy",
-            http(&expired.url(), "echo"),
+            http(&fx.url("expired"), "echo"),
             json!({}),
-            e(HttpStatus, Unknown),
+            e(HttpStatus, NotSent),
         ),
         row(
             "405",
             "http",
             "legacy",
-            http(&servers.fault(HttpFault::Status405), "echo"),
+            http(&fault(HttpFault::Status405), "echo"),
             json!({}),
             e(HttpStatus, NotSent),
         ),
@@ -299,7 +560,7 @@ pub(crate) async fn run(servers: &Servers) -> Ran {
             "406",
             "http",
             "legacy",
-            http(&servers.fault(HttpFault::Status406), "echo"),
+            http(&fault(HttpFault::Status406), "echo"),
             json!({}),
             e(HttpStatus, NotSent),
         ),
@@ -307,7 +568,7 @@ pub(crate) async fn run(servers: &Servers) -> Ran {
             "429 on the call",
             "http",
             "legacy",
-            http(&limited.url(), "echo"),
+            http(&fx.url("limited"), "echo"),
             json!({}),
             e(HttpStatus, Unknown),
         ),
@@ -315,7 +576,7 @@ pub(crate) async fn run(servers: &Servers) -> Ran {
             "500 with an HTML body",
             "http",
             "legacy",
-            http(&servers.fault(HttpFault::Status500Html), "echo"),
+            http(&fault(HttpFault::Status500Html), "echo"),
             json!({}),
             e(HttpStatus, NotSent),
         ),
@@ -323,7 +584,7 @@ pub(crate) async fn run(servers: &Servers) -> Ran {
             "502 with an HTML body",
             "http",
             "legacy",
-            http(&servers.fault(HttpFault::Status502Html), "echo"),
+            http(&fault(HttpFault::Status502Html), "echo"),
             json!({}),
             e(HttpStatus, NotSent),
         ),
@@ -331,7 +592,7 @@ pub(crate) async fn run(servers: &Servers) -> Ran {
             "200 with the wrong content type",
             "http",
             "legacy",
-            http(&servers.fault(HttpFault::WrongContentType), "echo"),
+            http(&fault(HttpFault::WrongContentType), "echo"),
             json!({}),
             e(Protocol, NotSent),
         ),
@@ -339,7 +600,7 @@ pub(crate) async fn run(servers: &Servers) -> Ran {
             "a body that is not JSON",
             "http",
             "legacy",
-            http(&servers.fault(HttpFault::MalformedJson), "echo"),
+            http(&fault(HttpFault::MalformedJson), "echo"),
             json!({}),
             e(Protocol, NotSent),
         ),
@@ -347,7 +608,7 @@ pub(crate) async fn run(servers: &Servers) -> Ran {
             "a JSON-RPC error to the handshake",
             "http",
             "legacy",
-            http(&servers.fault(HttpFault::JsonRpcError), "echo"),
+            http(&fault(HttpFault::JsonRpcError), "echo"),
             json!({}),
             e(Protocol, NotSent),
         ),
@@ -355,7 +616,7 @@ pub(crate) async fn run(servers: &Servers) -> Ran {
             "a JSON-RPC error to the call",
             "http",
             "legacy",
-            http(&rpc_error.url(), "echo"),
+            http(&fx.url("rpc_error"), "echo"),
             json!({}),
             e(Protocol, Unknown),
         ),
@@ -363,7 +624,7 @@ pub(crate) async fn run(servers: &Servers) -> Ran {
             "a response with the wrong id",
             "http",
             "legacy",
-            http(&wrong_id.url(), "echo"),
+            http(&fx.url("wrong_id"), "echo"),
             json!({}),
             e(Protocol, Unknown),
         ),
@@ -371,7 +632,7 @@ pub(crate) async fn run(servers: &Servers) -> Ran {
             "an SSE stream that ends before the result",
             "http",
             "legacy",
-            http(&short_stream.url(), "echo"),
+            http(&fx.url("short_stream"), "echo"),
             json!({}),
             e(Protocol, Unknown),
         ),
@@ -384,11 +645,179 @@ pub(crate) async fn run(servers: &Servers) -> Ran {
             e(OutputTooLarge, Unknown),
         ),
         row(
+            "an SSE event id with control characters, then the stream ends",
+            "http",
+            "legacy",
+            http(&fx.url("bad_event_id"), "echo"),
+            json!({}),
+            e(Protocol, Unknown),
+        ),
+        row(
+            "an SSE event id with control characters, then the stream ends",
+            "http",
+            "2026-07-28",
+            http(&fx.url("bad_event_id_2026"), "echo"),
+            json!({}),
+            e(Protocol, Unknown),
+        ),
+        row(
+            "a token that holds a newline",
+            "http",
+            "legacy",
+            with(
+                http(legacy, "echo"),
+                "token_env",
+                json!("MATRIX_NEWLINE_TOKEN"),
+            ),
+            json!({}),
+            e(MissingToken, NotSent),
+        ),
+        row(
+            "a result that echoes the token",
+            "http",
+            "legacy",
+            http(&fx.url("echo_text"), "echo"),
+            json!({}),
+            None,
+        )
+        .contains("your key is <redacted>"),
+        row(
+            "progress, a log and a result that echo the token",
+            "http",
+            "legacy",
+            http(&fx.url("echo_stream"), "echo"),
+            json!({}),
+            None,
+        )
+        .contains("<redacted>!"),
+        row(
+            "a JSON-RPC error that echoes the token",
+            "http",
+            "legacy",
+            http(&fx.url("echo_error"), "echo"),
+            json!({}),
+            e(Protocol, Unknown),
+        )
+        .contains("bad token <redacted>"),
+        row(
+            "a log and a result that spell the token in JSON escapes",
+            "http",
+            "2026-07-28",
+            http(&fx.url("echo_escaped_2026"), "echo"),
+            json!({}),
+            None,
+        )
+        .contains("<redacted>"),
+        row(
+            "a notification instead of the answer",
+            "http",
+            "legacy",
+            http(&fx.url("notification"), "echo"),
+            json!({}),
+            e(Protocol, Unknown),
+        ),
+        row(
+            "202 and no answer to the call",
+            "http",
+            "legacy",
+            http(&fx.url("accepted"), "echo"),
+            json!({}),
+            e(Protocol, Unknown),
+        ),
+        row(
+            "a notification instead of the answer",
+            "http",
+            "2026-07-28",
+            http(&fx.url("notification_2026"), "echo"),
+            json!({}),
+            e(Protocol, Unknown),
+        ),
+        row(
+            "a result that is a string",
+            "http",
+            "legacy",
+            http(&fx.url("result_string"), "echo"),
+            json!({}),
+            e(Protocol, Delivered),
+        ),
+        row(
+            "a result that is an array",
+            "http",
+            "legacy",
+            http(&fx.url("result_array"), "echo"),
+            json!({}),
+            e(Protocol, Delivered),
+        ),
+        row(
+            "a result that is a number",
+            "http",
+            "2026-07-28",
+            http(&fx.url("result_number"), "echo"),
+            json!({}),
+            e(Protocol, Delivered),
+        ),
+        row(
+            "an empty result",
+            "http",
+            "legacy",
+            http(&fx.url("result_empty"), "echo"),
+            json!({}),
+            e(Protocol, Delivered),
+        ),
+        row(
+            "isError that is not a boolean",
+            "http",
+            "legacy",
+            http(&fx.url("result_is_error_yes"), "echo"),
+            json!({}),
+            e(Protocol, Delivered),
+        ),
+        row(
+            "a task instead of a result",
+            "http",
+            "legacy",
+            http(&fx.url("result_task"), "echo"),
+            json!({}),
+            e(Protocol, Delivered),
+        )
+        .contains("does not run tasks"),
+        row(
+            "an image whose data is not base64",
+            "http",
+            "legacy",
+            http(&fx.url("image_not_base64"), "echo"),
+            json!({}),
+            None,
+        )
+        .contains("its data is not base64"),
+        row(
+            "an image whose MIME type is not an image",
+            "http",
+            "legacy",
+            http(&fx.url("image_not_an_image"), "echo"),
+            json!({}),
+            None,
+        )
+        .contains("not an image type"),
+        row(
+            "600,000 tiny blocks within the byte budget",
+            "http",
+            "legacy",
+            with(
+                http(&fx.url("tiny_blocks"), "echo"),
+                "max_output_bytes",
+                json!(20_000_000),
+            ),
+            json!({}),
+            e(OutputTooLarge, Delivered),
+        )
+        .contains("content blocks"),
+        row(
             "a server that drips one byte a second",
             "http",
             "legacy",
             with(
-                http(&servers.fault(HttpFault::DripOneBytePerSecond), "echo"),
+                http(&fault(HttpFault::DripOneBytePerSecond), "echo"),
                 "timeout_seconds",
                 json!(SHORT),
             ),
@@ -400,7 +829,7 @@ pub(crate) async fn run(servers: &Servers) -> Ran {
             "http",
             "legacy",
             with(
-                http(&servers.fault(HttpFault::Hang), "echo"),
+                http(&fault(HttpFault::Hang), "echo"),
                 "timeout_seconds",
                 json!(SHORT),
             ),
@@ -419,7 +848,7 @@ pub(crate) async fn run(servers: &Servers) -> Ran {
             "a redirect to another origin",
             "http",
             "legacy",
-            http(&redirect_url, "echo"),
+            http(&format!("{}/mcp", fx.redirecting.uri()), "echo"),
             json!({}),
             e(HttpStatus, NotSent),
         ),
@@ -459,25 +888,28 @@ pub(crate) async fn run(servers: &Servers) -> Ran {
             "structured output that breaks output_schema",
             "http",
             "legacy",
-            with(
-                http(legacy, "bad_structured"),
-                "output_schema",
-                schema.clone(),
-            ),
+            with(http(legacy, "bad_structured"), "output_schema", schema),
             json!({}),
             e(OutputSchema, Delivered),
         ),
-        Row {
-            cancel_after: Some(Duration::from_millis(200)),
-            ..row(
-                "the caller cancels mid-call",
-                "http",
-                "legacy",
-                http(legacy, "hang"),
-                json!({}),
-                e(Cancelled, Unknown),
-            )
-        },
+        row(
+            "the caller cancels mid-call",
+            "http",
+            "legacy",
+            http(legacy, "hang"),
+            json!({}),
+            e(Cancelled, Unknown),
+        )
+        .cancel_after(Duration::from_millis(200)),
+        row(
+            "100,000 progress notifications and a 2 s timeout",
+            "http",
+            "legacy",
+            with(http(legacy, "progress"), "timeout_seconds", json!(SHORT)),
+            json!({"steps": 100_000, "delay_ms": 0}),
+            None,
+        )
+        .either_ok_or(Timeout),
         row(
             "a call that never finishes",
             "http",
@@ -502,17 +934,15 @@ pub(crate) async fn run(servers: &Servers) -> Ran {
             json!({"bytes": 2_000_000}),
             e(OutputTooLarge, Unknown),
         ),
-        Row {
-            cancel_after: Some(Duration::from_millis(200)),
-            ..row(
-                "the caller cancels mid-call",
-                "http",
-                "2026-07-28",
-                http(modern, "hang"),
-                json!({}),
-                e(Cancelled, Unknown),
-            )
-        },
+        row(
+            "the caller cancels mid-call",
+            "http",
+            "2026-07-28",
+            http(modern, "hang"),
+            json!({}),
+            e(Cancelled, Unknown),
+        )
+        .cancel_after(Duration::from_millis(200)),
         row(
             "a command that does not exist",
             "stdio",
@@ -565,7 +995,26 @@ pub(crate) async fn run(servers: &Servers) -> Ran {
             "spawns a grandchild that outlives it",
             "stdio",
             "legacy",
-            stdio(&["--spawn-grandchild", pidfile.to_str().unwrap()], "echo"),
+            stdio(&["--spawn-grandchild", &path(&fx.pidfile)], "echo"),
+            json!({"message": "x"}),
+            None,
+        ),
+        row(
+            "a setsid grandchild holds stdout and stderr",
+            "stdio",
+            "legacy",
+            stdio(
+                &["--spawn-setsid-grandchild", &path(&fx.setsid_pidfile)],
+                "echo",
+            ),
+            json!({"message": "x"}),
+            None,
+        ),
+        row(
+            "sees only a minimal environment",
+            "stdio",
+            "legacy",
+            stdio(&["--env-file", &path(&fx.env_file)], "echo"),
             json!({"message": "x"}),
             None,
         ),
@@ -597,17 +1046,132 @@ pub(crate) async fn run(servers: &Servers) -> Ran {
             json!({"message": "x"}),
             None,
         ),
-    ];
+    ]
+}
 
-    let timeouts: Vec<u64> = rows
-        .iter()
-        .map(|row| row.binding["timeout_seconds"].as_u64().unwrap_or(300))
-        .collect();
+/// What one row did, for the table and the checks after the run.
+struct Outcome {
+    events: Vec<ToolEvent>,
+    line: String,
+    debug: String,
+}
+
+/// Runs one row through the host and checks it: kind and delivery, its deadline, at most
+/// one `tools/call` (and none for `not_sent`, unless a status refused it), exactly one
+/// result, last, and what its content must contain.
+async fn run_row(
+    i: usize,
+    row: &Row,
+    host: &ToolHost,
+    servers: &Servers,
+    fx: &Fixtures,
+) -> Outcome {
+    let tool = format!("row{i:02}");
+    let before = calls_seen(servers);
+    let scripted_before = fx.scripted_calls();
+    let cancel = CancellationToken::new();
+    if let Some(after) = row.cancel_after {
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(after).await;
+            cancel.cancel();
+        });
+    }
+    let sink = Mutex::new(Vec::new());
+    let started = Instant::now();
+    let scope = CallScope::new("local", "matrix", format!("call-{i}"));
+    let result = host
+        .call(&scope, &tool, row.arguments.clone(), cancel, &sink)
+        .await;
+    let elapsed = started.elapsed();
+    let seen = outcome(&result);
+    let expected = row.expect.map_or("ok".to_owned(), |(kind, delivery)| {
+        format!("{}/{}", kind.as_str(), delivery.as_str())
+    });
+    let also = row.or_kind.map(|kind| format!("{}/unknown", kind.as_str()));
+    assert!(
+        seen == expected || Some(&seen) == also.as_ref(),
+        "row {i} ({}, {}): {seen} instead of {expected}: {:?}",
+        row.fault,
+        row.transport,
+        result.error
+    );
+    let deadline = Duration::from_secs(row.binding["timeout_seconds"].as_u64().unwrap_or(300));
+    assert!(
+        elapsed < deadline + GRACE,
+        "row {i} ({}) took {elapsed:?}",
+        row.fault
+    );
+    let after = calls_seen(servers);
+    assert!(
+        after.0 - before.0 <= 1 && after.1 - before.1 <= 1,
+        "row {i} ({}): tools/call sent twice",
+        row.fault
+    );
+    let mut reached = (after.0 - before.0) + (after.1 - before.1);
+    for (b, a) in scripted_before.iter().zip(fx.scripted_calls()) {
+        assert!(a - b <= 1, "row {i} ({}): tools/call sent twice", row.fault);
+        reached += (a - b) as u64;
+    }
+    // `not_sent` is a promise that the tool did not run: the server saw no call, or
+    // refused it with a status before running it.
+    if let Some(error) = &result.error
+        && error.delivery == Delivery::NotSent
+    {
+        assert!(
+            reached == 0 || error.kind == ErrorKind::HttpStatus,
+            "row {i} ({}): not_sent, but the server received the tools/call",
+            row.fault
+        );
+    }
+    let events = sink.into_inner().unwrap();
+    assert_eq!(
+        events.last(),
+        Some(&ToolEvent::Result(result.clone())),
+        "row {i}: one result, last"
+    );
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| matches!(e, ToolEvent::Result(_)))
+            .count(),
+        1,
+        "row {i}: exactly one result"
+    );
+    if let Some(needle) = row.contains {
+        let line = ToolEvent::Result(result.clone()).to_json_line();
+        assert!(line.contains(needle), "row {i} ({}): {line}", row.fault);
+    }
+    let (kind, delivery) = seen.split_once('/').unwrap_or(("ok", ""));
+    Outcome {
+        events,
+        line: format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            i + 1,
+            row.fault,
+            row.transport,
+            row.era,
+            kind,
+            if delivery.is_empty() { "-" } else { delivery },
+            elapsed.as_millis(),
+            result
+                .error
+                .as_ref()
+                .map_or(String::new(), |error| error.message.replace('|', "/")),
+        ),
+        debug: format!("{result:?}"),
+    }
+}
+
+/// Runs every row, asserting each; returns the events and the table.
+pub(crate) async fn run(servers: &Servers) -> Ran {
+    let fx = Fixtures::start().await;
+    let rows = rows(&fx, servers);
     let tools: Vec<Value> = rows
-        .iter_mut()
+        .iter()
         .enumerate()
         .map(|(i, row)| {
-            let mut binding = row.binding.take();
+            let mut binding = row.binding.clone();
             binding["name"] = json!(format!("row{i:02}"));
             binding["input_schema"] = json!({"type": "object"});
             binding["tenants"] = json!(["local"]);
@@ -616,97 +1180,53 @@ pub(crate) async fn run(servers: &Servers) -> Ran {
         .collect();
     let loaded = HostConfig::from_json_value_with_env(&json!({"tools": tools}), |_| true).unwrap();
     // Every server is up: from here on, what the process holds is the client's.
-    let fds_before = open_fds();
+    let fds_before = client_fds();
     let children_before = children();
-    let client = McpClient::new(ClientOptions::default().era(EraPreference::Auto));
+    let client = McpClient::new(ClientOptions::default().era(EraPreference::Auto))
+        .expect("the client builds");
     let host = ToolHost::builder(loaded.config)
         .client(client.clone())
-        .token_source(|name| (name == "MATRIX_TOKEN").then(|| TOKEN.to_owned()))
+        .token_source(|name| match name {
+            "MATRIX_TOKEN" => Some(TOKEN.to_owned()),
+            "MATRIX_NEWLINE_TOKEN" => Some(format!("{TOKEN}\nX-Injected: 1")),
+            _ => None,
+        })
         .build()
         .unwrap();
 
     let mut table = String::from(
-        "| # | fault | transport | era | expected kind | delivery | seen | ms |\n|---|---|---|---|---|---|---|---|\n",
+        "| # | fault | transport | era | kind | delivery | ms | message |\n|---|---|---|---|---|---|---|---|\n",
     );
     let mut events = Vec::new();
     let mut debug = vec![format!("{host:?}"), format!("{client:?}")];
     for (i, row) in rows.iter().enumerate() {
-        let tool = format!("row{i:02}");
-        let before = calls_seen(servers);
-        let scripted_before = [&expired, &rpc_error, &wrong_id, &short_stream, &limited]
-            .map(|s| s.calls.load(std::sync::atomic::Ordering::SeqCst));
-        let cancel = CancellationToken::new();
-        if let Some(after) = row.cancel_after {
-            let cancel = cancel.clone();
-            tokio::spawn(async move {
-                tokio::time::sleep(after).await;
-                cancel.cancel();
-            });
-        }
-        let sink = Mutex::new(Vec::new());
-        let started = Instant::now();
-        let scope = CallScope::new("local", "matrix", format!("call-{i}"));
-        let result = host
-            .call(&scope, &tool, row.arguments.clone(), cancel, &sink)
-            .await;
-        let elapsed = started.elapsed();
-        let seen = outcome(&result);
-        let expected = row.expect.map_or("ok".to_owned(), |(kind, delivery)| {
-            format!("{}/{}", kind.as_str(), delivery.as_str())
-        });
-        assert_eq!(
-            seen, expected,
-            "row {i} ({}, {}): {:?}",
-            row.fault, row.transport, result.error
-        );
-        let deadline = Duration::from_secs(timeouts[i]);
-        assert!(
-            elapsed < deadline + GRACE,
-            "row {i} ({}) took {elapsed:?}",
-            row.fault
-        );
-        let after = calls_seen(servers);
-        assert!(
-            after.0 - before.0 <= 1 && after.1 - before.1 <= 1,
-            "row {i} ({}): tools/call sent twice",
-            row.fault
-        );
-        let scripted_after = [&expired, &rpc_error, &wrong_id, &short_stream, &limited]
-            .map(|s| s.calls.load(std::sync::atomic::Ordering::SeqCst));
-        for (b, a) in scripted_before.iter().zip(scripted_after) {
-            assert!(a - b <= 1, "row {i} ({}): tools/call sent twice", row.fault);
-        }
-        let events_of_row = sink.into_inner().unwrap();
-        assert_eq!(
-            events_of_row.last(),
-            Some(&ToolEvent::Result(result.clone())),
-            "row {i}: one result, last"
-        );
-        assert_eq!(
-            events_of_row
-                .iter()
-                .filter(|e| matches!(e, ToolEvent::Result(_)))
-                .count(),
-            1,
-            "row {i}: exactly one result"
-        );
-        debug.push(format!("{result:?}"));
-        events.extend(events_of_row);
-        let (kind, delivery) = expected.split_once('/').unwrap_or(("ok", ""));
-        table.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
-            i + 1,
-            row.fault,
-            row.transport,
-            row.era,
-            kind,
-            if delivery.is_empty() { "-" } else { delivery },
-            if seen == expected { "✓" } else { "✗" },
-            elapsed.as_millis()
-        ));
+        let outcome = run_row(i, row, &host, servers, &fx).await;
+        table.push_str(&outcome.line);
+        events.extend(outcome.events);
+        debug.push(outcome.debug);
     }
+    check_cleanup(&client, servers, &fx).await;
+    drop(host);
+    drop(client);
+    fx.reset_task.abort();
+    drop(fx);
+    assert_eq!(
+        settle(children, children_before, Duration::from_secs(5)).await,
+        children_before,
+        "no child process left"
+    );
+    assert_fds_settle(&fds_before, Duration::from_secs(5)).await;
+    let _ = std::io::stderr().flush();
+    Ran {
+        events,
+        table,
+        debug,
+    }
+}
 
-    // Cleanup: every session closed, every process gone, every task ended, every fd closed.
+/// After every row: every session closed, every process gone (but the one that left its
+/// process group, which is documented as not reaped), every task ended.
+async fn check_cleanup(client: &McpClient, servers: &Servers, fx: &Fixtures) {
     client.shutdown(Duration::from_secs(20)).await;
     let stats = client.stats();
     assert_eq!(
@@ -725,11 +1245,11 @@ pub(crate) async fn run(servers: &Servers) -> Ran {
         assert_eq!(seen.open_sessions(), 0, "every legacy session closed");
     }
     assert!(
-        expired.deletes().await >= 1,
+        fx.scripted["expired"].deletes().await >= 1,
         "the expired session was still deleted"
     );
     assert!(
-        elsewhere
+        fx.elsewhere
             .server
             .received_requests()
             .await
@@ -737,45 +1257,35 @@ pub(crate) async fn run(servers: &Servers) -> Ran {
             .is_empty(),
         "nothing followed the redirect to another origin"
     );
-    let grandchild: i32 = std::fs::read_to_string(&pidfile)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    let _ = std::fs::remove_file(&pidfile);
+    let pid = |file: &PathBuf| -> i32 {
+        let pid = std::fs::read_to_string(file)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let _ = std::fs::remove_file(file);
+        pid
+    };
+    let grandchild = pid(&fx.pidfile);
     assert_eq!(
         settle(|| usize::from(alive(grandchild)), 0, Duration::from_secs(5)).await,
         0,
         "the grandchild was killed"
     );
-    drop(host);
-    drop(client);
-    reset_task.abort();
-    drop((
-        expired,
-        rpc_error,
-        wrong_id,
-        short_stream,
-        limited,
-        elsewhere,
-        redirecting,
-    ));
-    assert_eq!(
-        settle(children, children_before, Duration::from_secs(5)).await,
-        children_before,
-        "no child process left"
-    );
-    let fds = settle(open_fds, fds_before, Duration::from_secs(5)).await;
+    // It left the process group: not ours to reap, as docs/reliability.md says. It did not
+    // hold the call (the row's deadline) or the client's tasks (the stats above).
+    let escaped = pid(&fx.setsid_pidfile);
+    let _ = std::process::Command::new("kill")
+        .arg(escaped.to_string())
+        .status();
+    let environment = std::fs::read_to_string(&fx.env_file).unwrap();
+    let _ = std::fs::remove_file(&fx.env_file);
+    let names: Vec<&str> = environment.lines().collect();
+    assert!(names.contains(&"PATH"), "{names:?}");
     assert!(
-        fds <= fds_before,
-        "file descriptors: {fds_before} before, {fds} after"
+        !names.contains(&"CARGO_MANIFEST_DIR") && !names.contains(&"MATRIX_TOKEN"),
+        "the host's environment stayed out: {names:?}"
     );
-    let _ = std::io::stderr().flush();
-    Ran {
-        events,
-        table,
-        debug,
-    }
 }
 
 fn calls_seen(servers: &Servers) -> (u64, u64) {

@@ -12,20 +12,33 @@ use wiremock::{
     matchers::{method, path},
 };
 
-/// What the scripted server answers to `tools/call`, given the request id.
+/// What the scripted server answers to `tools/call`, given the request (its `id`, its
+/// `params._meta.progressToken`, ...).
 pub(crate) type CallAnswer = Arc<dyn Fn(&Value) -> ResponseTemplate + Send + Sync>;
 
-struct Legacy {
+struct Answers {
     call: CallAnswer,
     calls: Arc<AtomicUsize>,
+    modern: bool,
 }
 
-impl Respond for Legacy {
+impl Respond for Answers {
     fn respond(&self, request: &Request) -> ResponseTemplate {
         let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
         let id = body.get("id").cloned().unwrap_or(Value::Null);
         match body.get("method").and_then(Value::as_str) {
-            Some("initialize") => ResponseTemplate::new(200)
+            Some("server/discover") if self.modern => ResponseTemplate::new(200).set_body_json(json!({
+                "jsonrpc": "2.0", "id": id,
+                "result": {
+                    "resultType": "complete",
+                    "supportedVersions": ["2026-07-28"],
+                    "capabilities": {"tools": {}},
+                    "ttlMs": 0,
+                    "cacheScope": "public",
+                    "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "scripted", "version": "1"}}
+                }
+            })),
+            Some("initialize") if !self.modern => ResponseTemplate::new(200)
                 .insert_header("mcp-session-id", "scripted-session")
                 .set_body_json(json!({
                     "jsonrpc": "2.0", "id": id,
@@ -37,7 +50,7 @@ impl Respond for Legacy {
                 })),
             Some("tools/call") => {
                 self.calls.fetch_add(1, Ordering::SeqCst);
-                (self.call)(&id)
+                (self.call)(&body)
             }
             Some(_) if id.is_null() => ResponseTemplate::new(202),
             _ => ResponseTemplate::new(200).set_body_json(json!({
@@ -48,21 +61,51 @@ impl Respond for Legacy {
     }
 }
 
-/// A legacy MCP server whose `tools/call` answer is scripted.
+/// An MCP server whose `tools/call` answer is scripted: legacy (a session per call), or
+/// 2026-07-28 (`server/discover`, no session).
 pub(crate) struct Scripted {
     pub(crate) server: MockServer,
     pub(crate) calls: Arc<AtomicUsize>,
 }
 
 impl Scripted {
+    /// A legacy server.
     pub(crate) async fn start(call: CallAnswer) -> Self {
-        let server = MockServer::start().await;
+        Self::start_in(call, false).await
+    }
+
+    /// A 2026-07-28 server.
+    pub(crate) async fn start_modern(call: CallAnswer) -> Self {
+        Self::start_in(call, true).await
+    }
+
+    /// A legacy server that keeps no record of the requests it saw (for the soak: a
+    /// recording server grows with every call).
+    pub(crate) async fn start_quiet(call: CallAnswer) -> Self {
+        Self::start_with(
+            MockServer::builder()
+                .disable_request_recording()
+                .start()
+                .await,
+            call,
+            false,
+        )
+        .await
+    }
+
+    async fn start_in(call: CallAnswer, modern: bool) -> Self {
+        Self::start_with(MockServer::start().await, call, modern).await
+    }
+
+    async fn start_with(server: MockServer, call: CallAnswer, modern: bool) -> Self {
+        let server = answering(server).await;
         let calls = Arc::new(AtomicUsize::new(0));
         Mock::given(method("POST"))
             .and(path("/mcp"))
-            .respond_with(Legacy {
+            .respond_with(Answers {
                 call,
                 calls: Arc::clone(&calls),
+                modern,
             })
             .mount(&server)
             .await;
@@ -89,14 +132,38 @@ impl Scripted {
     }
 }
 
+/// A wiremock server once it has answered a request, with nothing mounted or recorded.
+/// Its thread builds its runtime (and opens that runtime's descriptors) after `start`
+/// returns, so a leak check whose baseline is taken before then would count those
+/// descriptors as the client's.
+pub(crate) async fn answering(server: MockServer) -> MockServer {
+    let address = *server.address();
+    let answer = tokio::task::spawn_blocking(move || -> std::io::Result<Vec<u8>> {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect(address)?;
+        stream.write_all(b"GET /ready HTTP/1.1\r\nhost: ready\r\nconnection: close\r\n\r\n")?;
+        let mut answer = Vec::new();
+        stream.read_to_end(&mut answer)?;
+        Ok(answer)
+    })
+    .await
+    .expect("the probe ends");
+    assert!(
+        answer
+            .as_ref()
+            .is_ok_and(|answer| answer.starts_with(b"HTTP/1.1 ")),
+        "the scripted server answers: {answer:?}"
+    );
+    server.reset().await;
+    server
+}
+
 pub(crate) fn sse(events: &[Value]) -> ResponseTemplate {
     let body: String = events
         .iter()
         .map(|event| format!("data: {event}\n\n"))
         .collect();
-    ResponseTemplate::new(200)
-        .insert_header("content-type", "text/event-stream")
-        .set_body_string(body)
+    ResponseTemplate::new(200).set_event_stream(body)
 }
 
 pub(crate) fn progress(token: &str, n: u64) -> Value {
@@ -114,4 +181,103 @@ pub(crate) async fn closing_listener() -> (String, tokio::task::JoinHandle<()>) 
         }
     });
     (url, task)
+}
+
+/// Bodies with their content type: wiremock's `set_body_string` always answers
+/// `text/plain`, whatever header was inserted.
+pub(crate) trait Body {
+    /// An SSE body (`text/event-stream`).
+    fn set_event_stream(self, body: impl Into<String>) -> Self;
+    /// JSON written by hand (`application/json`).
+    fn set_json_text(self, body: impl Into<String>) -> Self;
+}
+
+impl Body for ResponseTemplate {
+    fn set_event_stream(self, body: impl Into<String>) -> Self {
+        self.set_body_raw(body.into().into_bytes(), "text/event-stream")
+    }
+
+    fn set_json_text(self, body: impl Into<String>) -> Self {
+        self.set_body_raw(body.into().into_bytes(), "application/json")
+    }
+}
+
+/// A legacy MCP server that closes every connection right after its answer, without
+/// saying so (no `Connection: close`): a client that reuses a pooled connection races
+/// the close. Counts the `tools/call` requests it read.
+pub(crate) async fn closing_after_answer() -> (String, Arc<AtomicUsize>, tokio::task::JoinHandle<()>)
+{
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&calls);
+    let task = tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let calls = Arc::clone(&counted);
+            tokio::spawn(async move {
+                let mut request = Vec::new();
+                let mut buffer = [0u8; 4096];
+                // Headers, then as many body bytes as Content-Length says.
+                let (head_end, length) = loop {
+                    let Ok(read @ 1..) = stream.read(&mut buffer).await else {
+                        return;
+                    };
+                    request.extend_from_slice(&buffer[..read]);
+                    if let Some(end) = request.windows(4).position(|w| w == b"\r\n\r\n") {
+                        let head = String::from_utf8_lossy(&request[..end]).to_ascii_lowercase();
+                        let length = head
+                            .lines()
+                            .find_map(|line| line.strip_prefix("content-length:"))
+                            .and_then(|value| value.trim().parse::<usize>().ok())
+                            .unwrap_or(0);
+                        break (end + 4, length);
+                    }
+                };
+                while request.len() < head_end + length {
+                    let Ok(read @ 1..) = stream.read(&mut buffer).await else {
+                        return;
+                    };
+                    request.extend_from_slice(&buffer[..read]);
+                }
+                let head = String::from_utf8_lossy(&request[..head_end]).into_owned();
+                let body: Value = serde_json::from_slice(&request[head_end..head_end + length])
+                    .unwrap_or(Value::Null);
+                let id = body.get("id").cloned().unwrap_or(Value::Null);
+                let json = |value: Value, extra: &str| {
+                    let text = value.to_string();
+                    format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n{extra}content-length: {}\r\n\r\n{text}",
+                        text.len()
+                    )
+                };
+                let answer = if head.starts_with("DELETE") {
+                    "HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n".to_owned()
+                } else {
+                    match body.get("method").and_then(Value::as_str) {
+                        Some("initialize") => json(
+                            json!({"jsonrpc": "2.0", "id": id, "result": {
+                                "protocolVersion": "2025-11-25",
+                                "capabilities": {"tools": {}},
+                                "serverInfo": {"name": "closing", "version": "1"}}}),
+                            "mcp-session-id: closing-session\r\n",
+                        ),
+                        Some("tools/call") => {
+                            calls.fetch_add(1, Ordering::SeqCst);
+                            json(
+                                json!({"jsonrpc": "2.0", "id": id, "result": {
+                                    "content": [{"type": "text", "text": "done"}]}}),
+                                "",
+                            )
+                        }
+                        _ => "HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n".to_owned(),
+                    }
+                };
+                let _ = stream.write_all(answer.as_bytes()).await;
+                let _ = stream.flush().await;
+                // And the connection ends here, unannounced.
+            });
+        }
+    });
+    (url, calls, task)
 }

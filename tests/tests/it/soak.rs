@@ -17,13 +17,17 @@ use brain_tools_config::HostConfig;
 use brain_tools_events::{ContentBlock, ToolEvent};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
+use wiremock::ResponseTemplate;
 
 use crate::{
-    leaks::{children, open_fds, rss_kib, settle},
+    leaks::{assert_fds_settle, children, client_fds, rss_kib, settle},
     matrix::{Servers, build_testkit},
+    scripted::Scripted,
 };
 
 const CONCURRENCY: usize = 64;
+/// The token the echoing server sends back: it must reach no result.
+const SOAK_TOKEN: &str = "sk-soak-secret-4d9e1b70";
 
 /// A tiny deterministic generator (xorshift), so a failing run can be replayed.
 struct Dice(AtomicU64);
@@ -60,6 +64,10 @@ fn expected(tool: &str) -> &'static str {
         "oversized" => "output_too_large",
         "refused" => "connect",
         "cancelled_legacy" | "cancelled_modern" => "cancelled",
+        // Hostile servers: one echoes the token back (the result carries it hidden), one
+        // answers with a notification, one with a result that is not one.
+        "echoed" => "ok",
+        "not_an_answer" | "not_a_result" => "protocol",
         _ => "?",
     }
 }
@@ -81,11 +89,25 @@ async fn soak() {
             legacy_url.trim_end_matches("/mcp")
         )
     };
-    let refused = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        format!("http://{}/mcp", listener.local_addr().unwrap())
-    };
+    let refused_port = brain_mcp_testkit::RefusedPort::new().unwrap();
+    let refused = refused_port.url();
     let stdio = brain_mcp_testkit::stdio_binary_path();
+    // In this process, but keeping no record: they do not grow with the calls.
+    let echoed = Scripted::start_quiet(Arc::new(|request| {
+        ResponseTemplate::new(200).set_body_json(json!({"jsonrpc": "2.0", "id": request["id"],
+            "result": {"content": [{"type": "text", "text": format!("key {SOAK_TOKEN}")}]}}))
+    }))
+    .await;
+    let not_an_answer = Scripted::start_quiet(Arc::new(|_| {
+        ResponseTemplate::new(200).set_body_json(json!({"jsonrpc": "2.0",
+            "method": "notifications/message", "params": {"level": "info", "data": "x"}}))
+    }))
+    .await;
+    let not_a_result = Scripted::start_quiet(Arc::new(|request| {
+        ResponseTemplate::new(200)
+            .set_body_json(json!({"jsonrpc": "2.0", "id": request["id"], "result": "x"}))
+    }))
+    .await;
     let binding = |name: &str, server: Value, tool: &str| {
         let mut binding = json!({"name": name, "input_schema": {"type": "object"}, "mcp_tool": tool,
                                  "tenants": ["local"], "timeout_seconds": 10});
@@ -123,17 +145,26 @@ async fn soak() {
             b
         },
         binding("refused", url(refused), "echo"),
+        binding(
+            "echoed",
+            json!({"url": echoed.url(), "token_env": "SOAK_TOKEN"}),
+            "echo",
+        ),
+        binding("not_an_answer", url(not_an_answer.url()), "echo"),
+        binding("not_a_result", url(not_a_result.url()), "echo"),
         binding("cancelled_legacy", url(legacy_url.clone()), "sleep"),
         binding("cancelled_modern", url(modern_url.clone()), "sleep"),
     ];
     let loaded = HostConfig::from_json_value_with_env(&json!({"tools": tools}), |_| true).unwrap();
-    let client = McpClient::new(ClientOptions::default().era(EraPreference::Auto));
+    let client = McpClient::new(ClientOptions::default().era(EraPreference::Auto))
+        .expect("the client builds");
     let host = ToolHost::builder(loaded.config)
         .client(client.clone())
+        .token_source(|name| (name == "SOAK_TOKEN").then(|| SOAK_TOKEN.to_owned()))
         .build()
         .unwrap();
 
-    let fds_before = open_fds();
+    let fds_before = client_fds();
     let children_before = children();
     let next = Arc::new(AtomicUsize::new(0));
     let dice = Arc::new(Dice(AtomicU64::new(0x9e37_79b9_7f4a_7c15)));
@@ -165,13 +196,16 @@ async fn soak() {
                 let roll = dice.roll(100);
                 let (tool, arguments, cancel_after) = match roll {
                     0..5 => {
-                        const FAULTS: [&str; 6] = [
+                        const FAULTS: [&str; 9] = [
                             "unauthorized",
                             "garbled",
                             "dropped",
                             "failing",
                             "oversized",
                             "refused",
+                            "echoed",
+                            "not_an_answer",
+                            "not_a_result",
                         ];
                         let tool = FAULTS[dice.roll(FAULTS.len() as u64) as usize];
                         let arguments = match tool {
@@ -244,17 +278,28 @@ async fn soak() {
                     Some(&ToolEvent::Result(result.clone())),
                     "call {i}"
                 );
-                if tool.starts_with("echo") {
+                if tool.starts_with("echo_") {
                     assert_eq!(
                         result.content,
                         vec![ContentBlock::text(format!("m{i}"))],
                         "call {i}"
                     );
                 }
+                if tool == "echoed" {
+                    assert_eq!(
+                        result.content,
+                        vec![ContentBlock::text("key <redacted>")],
+                        "call {i}"
+                    );
+                }
                 *counts
                     .lock()
                     .unwrap()
-                    .entry(if kind == "ok" { "ok" } else { expected(tool) })
+                    .entry(match tool {
+                        "echoed" | "not_an_answer" | "not_a_result" => tool,
+                        _ if kind == "ok" => "ok",
+                        _ => expected(tool),
+                    })
                     .or_default() += 1;
             }
         }));
@@ -302,11 +347,7 @@ async fn soak() {
     );
     drop(host);
     drop(client);
-    let fds = settle(open_fds, fds_before, Duration::from_secs(5)).await;
-    assert!(
-        fds <= fds_before,
-        "file descriptors: {fds_before} before, {fds} after"
-    );
+    assert_fds_settle(&fds_before, Duration::from_secs(5)).await;
     assert!(
         end_rss <= warm + warm / 10,
         "memory grew: {warm} KiB after warm-up, {end_rss} KiB at the end"
