@@ -150,7 +150,7 @@ impl<'a> UrlParts<'a> {
 }
 
 /// A URL for `Debug`: user info, query and fragment hidden.
-fn redacted_url(url: &str) -> String {
+pub(crate) fn redacted_url(url: &str) -> String {
     match UrlParts::of(url) {
         Some(parts) => format!(
             "{}://{}{}{}{}",

@@ -44,7 +44,7 @@ use self::{
     http::OAuthHttp,
 };
 use crate::{
-    endpoint::HttpEndpoint,
+    endpoint::{HttpEndpoint, redacted_url},
     error::{CallError, Delivery, ErrorKind},
     grant::{Authorization, Grant},
     secret::Secret,
@@ -173,12 +173,23 @@ struct Inner {
     entries: Mutex<HashMap<EntryKey, Arc<Entry>>>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 struct EntryKey {
     tenant: String,
     url: String,
     /// The grant without its secrets.
     grant: String,
+}
+
+/// Without the URL's user info, query and fragment (they may hold secrets).
+impl std::fmt::Debug for EntryKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EntryKey")
+            .field("tenant", &self.tenant)
+            .field("url", &redacted_url(&self.url))
+            .field("grant", &self.grant)
+            .finish()
+    }
 }
 
 /// One operation's use of a grant.

@@ -14,12 +14,12 @@ use std::{
 
 use serde::{Deserialize, Serialize};
 
-use crate::secret::Secret;
+use crate::{endpoint::redacted_url, secret::Secret};
 
 /// Which grant: the tenant it was made for, the server (resource) it is for, and the
 /// authorization server (issuer) that issued it. A grant from another issuer is another
 /// grant: when a server moves to a new authorization server, the tenant authorizes again.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub struct GrantKey {
     /// The tenant.
@@ -28,6 +28,17 @@ pub struct GrantKey {
     pub resource: String,
     /// The issuer of the authorization server.
     pub issuer: String,
+}
+
+/// Without the resource URL's user info, query and fragment (they may hold secrets).
+impl fmt::Debug for GrantKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GrantKey")
+            .field("tenant", &self.tenant)
+            .field("resource", &redacted_url(&self.resource))
+            .field("issuer", &self.issuer)
+            .finish()
+    }
 }
 
 impl GrantKey {

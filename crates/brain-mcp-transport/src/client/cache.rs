@@ -17,7 +17,7 @@ use crate::{
         Shared,
         modern::{ModernClient, OpenError},
     },
-    endpoint::{HttpEndpoint, StdioEndpoint},
+    endpoint::{HttpEndpoint, StdioEndpoint, redacted_url},
     error::{CallError, Delivery, ErrorKind},
     secret::Secret,
 };
@@ -38,10 +38,21 @@ struct Entry {
 
 /// The key of a server: its URL and the token the calls use (a new token gets a new
 /// 2026-07-28 client, so a rotated key takes effect at once).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub(super) struct ServerKey {
     url: String,
     bearer: Option<Secret>,
+}
+
+/// Without the URL's user info, query and fragment (they may hold secrets); the bearer is
+/// a `Secret`, whose `Debug` is redacted.
+impl std::fmt::Debug for ServerKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerKey")
+            .field("url", &redacted_url(&self.url))
+            .field("bearer", &self.bearer)
+            .finish()
+    }
 }
 
 impl ServerKey {
