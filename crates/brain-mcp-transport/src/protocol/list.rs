@@ -13,25 +13,38 @@ use crate::{
         CallError, Delivery, ErrorKind,
         classify::{Cause, Failure, Wire, classify},
     },
+    wire::ingress::{TASK_SUPPORT_META, keep_task_support},
 };
 
 impl DiscoveredTool {
     /// The tools of one `tools/list` result (the JSON of its `result`), as this client
     /// reads them: what a discovery returns for that page.
     pub fn from_list_result(result: &serde_json::Value) -> Result<Vec<Self>, serde_json::Error> {
-        let listed: rmcp::model::ListToolsResult = serde_json::from_value(result.clone())?;
+        let message = serde_json::json!({"jsonrpc": "2.0", "id": 0, "result": result});
+        let result = match keep_task_support(&message.to_string()) {
+            Some(kept) => serde_json::from_str::<serde_json::Value>(&kept)?["result"].take(),
+            None => result.clone(),
+        };
+        let listed: rmcp::model::ListToolsResult = serde_json::from_value(result)?;
         Ok(listed.tools.into_iter().map(discovered).collect())
     }
 }
 
-/// Our view of one of rmcp's tools.
+/// Our view of one of rmcp's tools. Its `execution.taskSupport`, which rmcp's `Tool`
+/// does not keep, was copied into its `_meta` by `wire::ingress` before rmcp read it.
 fn discovered(tool: Tool) -> DiscoveredTool {
+    let task_support = tool
+        .meta
+        .as_ref()
+        .and_then(|meta| meta.get(TASK_SUPPORT_META))
+        .and_then(serde_json::Value::as_str)
+        .map(str::to_owned);
     DiscoveredTool {
         name: tool.name.into_owned(),
         description: tool.description.map(|description| description.into_owned()),
         input_schema: (*tool.input_schema).clone(),
         output_schema: tool.output_schema.map(|schema| (*schema).clone()),
-        task_support: None,
+        task_support,
     }
 }
 

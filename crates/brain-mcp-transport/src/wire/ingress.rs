@@ -55,7 +55,55 @@ pub(crate) fn inspect<'t>(
     listed: usize,
 ) -> Result<(Cow<'t, str>, usize), Refused> {
     let tools = shape(json, expect, listed)?;
+    if expect == Expect::List
+        && let Some(kept) = keep_task_support(json)
+    {
+        return Ok((Cow::Owned(redactor.json(&kept).into_owned()), tools));
+    }
     Ok((redactor.json(json), tools))
+}
+
+/// Where a listed tool's `execution.taskSupport` is kept for `protocol/list.rs`: in the
+/// tool's `_meta`, under this key.
+pub(crate) const TASK_SUPPORT_META: &str = "brain.dev/taskSupport";
+
+/// rmcp 3.11's `Tool` has no `execution` field, so a tool's `execution.taskSupport` would
+/// be lost when rmcp reads a `tools/list` page; its `_meta` is kept. The page (one
+/// JSON-RPC message) comes back with each such tool's value copied into its `_meta`
+/// under [`TASK_SUPPORT_META`], or `None` when no tool declares one (the usual case:
+/// nothing is parsed unless the text holds `"execution"`).
+pub(crate) fn keep_task_support(json: &str) -> Option<String> {
+    use serde_json::{Map, Value};
+
+    if !json.contains("\"execution\"") {
+        return None;
+    }
+    let mut message: Value = serde_json::from_str(json).ok()?;
+    let tools = message
+        .get_mut("result")?
+        .get_mut("tools")?
+        .as_array_mut()?;
+    let mut kept = false;
+    for tool in tools {
+        let Some(support) = tool
+            .pointer("/execution/taskSupport")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+        else {
+            continue;
+        };
+        let Some(tool) = tool.as_object_mut() else {
+            continue;
+        };
+        let meta = tool
+            .entry("_meta")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Some(meta) = meta.as_object_mut() {
+            meta.insert(TASK_SUPPORT_META.to_owned(), Value::String(support));
+            kept = true;
+        }
+    }
+    kept.then(|| message.to_string())
 }
 
 /// Bounds the shape of an answer: a call's result holds at most [`MAX_CONTENT_BLOCKS`]
@@ -271,9 +319,66 @@ pub(crate) fn result_items(json: &str, field: &'static str) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
-
     use super::*;
+
+    #[test]
+    fn task_support_is_kept_where_rmcp_keeps_it() {
+        use serde_json::{Value, json};
+        let page = |tools: Value| {
+            json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": tools}}).to_string()
+        };
+        let schema = json!({"type": "object"});
+        // (tools on the page, what each tool's _meta holds afterwards; None: the page is
+        // passed on as it came)
+        let cases: Vec<(Value, Option<Vec<Value>>)> = vec![
+            (json!([{"name": "a", "inputSchema": schema}]), None),
+            (
+                json!([{"name": "a", "inputSchema": schema, "execution": {}}]),
+                None,
+            ),
+            (
+                json!([
+                    {"name": "a", "inputSchema": schema, "execution": {"taskSupport": "required"}},
+                    {"name": "b", "inputSchema": schema, "execution": {"taskSupport": "optional"},
+                     "_meta": {"x": 1}},
+                    {"name": "c", "inputSchema": schema}
+                ]),
+                Some(vec![
+                    json!({TASK_SUPPORT_META: "required"}),
+                    json!({"x": 1, TASK_SUPPORT_META: "optional"}),
+                    Value::Null,
+                ]),
+            ),
+            // A _meta that is not an object is left alone.
+            (
+                json!([{"name": "a", "inputSchema": schema, "_meta": 5,
+                        "execution": {"taskSupport": "required"}}]),
+                None,
+            ),
+        ];
+        for (tools, expected) in cases {
+            let kept = keep_task_support(&page(tools.clone()));
+            match (kept, expected) {
+                (None, None) => {}
+                (Some(kept), Some(metas)) => {
+                    let kept: Value = serde_json::from_str(&kept).unwrap();
+                    let got: Vec<Value> = kept["result"]["tools"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|tool| tool.get("_meta").cloned().unwrap_or(Value::Null))
+                        .collect();
+                    assert_eq!(got, metas, "{tools}");
+                }
+                (kept, expected) => panic!("{tools}: {kept:?}, expected {expected:?}"),
+            }
+        }
+        // Not JSON, or not a listing: passed on.
+        assert_eq!(keep_task_support("{\"execution\": "), None);
+        assert_eq!(keep_task_support(r#"{"result": {"execution": 1}}"#), None);
+    }
+
+    use serde_json::json;
 
     #[test]
     fn result_items_are_counted_without_being_built() {

@@ -131,3 +131,83 @@ async fn a_rejected_version_that_the_retry_fixes_does_not_fail_discovery() {
     let names: Vec<&str> = found.tools.iter().map(|tool| tool.name.as_str()).collect();
     assert_eq!(names, ["echo"]);
 }
+
+/// A tool's `execution.taskSupport` reaches the discovery (rmcp's `Tool` has no field for
+/// it), whether the listing comes as a JSON body or in an SSE event.
+#[tokio::test]
+async fn task_support_is_discovered_from_json_and_sse_listings() {
+    use serde_json::{Value, json};
+    use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate, matchers::method};
+
+    struct Listing {
+        sse: bool,
+    }
+
+    impl Respond for Listing {
+        fn respond(&self, request: &Request) -> ResponseTemplate {
+            let body: Value = serde_json::from_slice(&request.body).unwrap_or_default();
+            let id = body["id"].clone();
+            if id.is_null() {
+                return ResponseTemplate::new(202);
+            }
+            let result = match body["method"].as_str() {
+                Some("initialize") => json!({
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "tasks", "version": "1"}
+                }),
+                Some("tools/list") => json!({"tools": [
+                    {"name": "report", "inputSchema": {"type": "object"},
+                     "execution": {"taskSupport": "required"}},
+                    {"name": "maybe", "inputSchema": {"type": "object"},
+                     "execution": {"taskSupport": "optional"}, "_meta": {"kept": true}},
+                    {"name": "echo", "inputSchema": {"type": "object"}}
+                ]}),
+                _ => json!({}),
+            };
+            let message = json!({"jsonrpc": "2.0", "id": id, "result": result});
+            let answer = ResponseTemplate::new(200).insert_header("mcp-session-id", "s-1");
+            if self.sse && body["method"] == "tools/list" {
+                answer.set_body_raw(
+                    format!("event: message\ndata: {message}\n\n"),
+                    "text/event-stream",
+                )
+            } else {
+                answer.set_body_json(message)
+            }
+        }
+    }
+
+    for sse in [false, true] {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(Listing { sse })
+            .mount(&server)
+            .await;
+        Mock::given(method("DELETE"))
+            .respond_with(ResponseTemplate::new(200))
+            .mount(&server)
+            .await;
+        let found = client(EraPreference::Legacy)
+            .discover(DiscoveryRequest::new(
+                Endpoint::http(format!("{}/mcp", server.uri()), None),
+                Duration::from_secs(10),
+            ))
+            .await
+            .unwrap_or_else(|error| panic!("sse {sse}: {error}"));
+        let support: Vec<(&str, Option<&str>)> = found
+            .tools
+            .iter()
+            .map(|tool| (tool.name.as_str(), tool.task_support.as_deref()))
+            .collect();
+        assert_eq!(
+            support,
+            [
+                ("report", Some("required")),
+                ("maybe", Some("optional")),
+                ("echo", None)
+            ],
+            "sse {sse}"
+        );
+    }
+}

@@ -32,7 +32,7 @@ use super::{
 use crate::{
     call_state::CallState,
     error::classify::Failure,
-    wire::ingress::{Expect, shape},
+    wire::ingress::{Expect, keep_task_support, shape},
 };
 
 const LAST_EVENT_ID_HEADER: &str = "last-event-id";
@@ -202,6 +202,11 @@ impl HttpBackend {
                                 backend.refuse(refused, None);
                                 return Err(SseError::InvalidLine);
                             }
+                        }
+                        if expect == Expect::List
+                            && let Some(kept) = keep_task_support(data)
+                        {
+                            sse.data = Some(kept);
                         }
                     }
                     Ok(sse)
