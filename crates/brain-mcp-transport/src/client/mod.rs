@@ -346,7 +346,9 @@ impl McpClient {
                 // A warm context the server no longer knows (an expired session, a
                 // process that died): the call was provably not run, so it moves to a
                 // fresh context, once.
-                Err(error) if error.delivery() == Delivery::NotSent && retry_cold(&error) => {}
+                Err(error)
+                    if error.delivery() == Delivery::NotSent
+                        && retry_cold(&error, &request.endpoint) => {}
                 outcome => return outcome,
             }
         }
@@ -707,12 +709,14 @@ impl McpClient {
 
 /// Whether a call that failed `not_sent` on a warm context goes again on a fresh one:
 /// when the context was the trouble (the server forgot the session: 404; the process
-/// died or a connection failed), not when the call's own limits ended it, and not for a
-/// refused credential (401, 403: the authorization layer decides about those).
-fn retry_cold(error: &CallError) -> bool {
-    match error.kind() {
-        ErrorKind::HttpStatus => error.status() == Some(404),
-        ErrorKind::Connect | ErrorKind::Protocol => true,
+/// died), not when the call's own limits ended it, and not for a refused credential
+/// (401, 403: the authorization layer decides about those). An HTTP call that could not
+/// connect is not moved: its request already had its one resend on a fresh connection
+/// (`wire/http`), and the one resend is all a `not_sent` request ever gets.
+fn retry_cold(error: &CallError, endpoint: &Endpoint) -> bool {
+    match (error.kind(), endpoint) {
+        (ErrorKind::HttpStatus, Endpoint::Http(_)) => error.status() == Some(404),
+        (ErrorKind::Connect | ErrorKind::Protocol, Endpoint::Stdio(_)) => true,
         _ => false,
     }
 }
