@@ -28,7 +28,7 @@ use super::{
     AuthorizationPrompt, Authorizer, IdentityTokenProvider,
     adapter::{KeyedStore, last_saved},
     errors::{failed, from_auth, from_ema, required},
-    http::OAuthHttp,
+    http::{Issued, OAuthHttp},
     silenced,
     store::{CredentialStore, GrantKey, StoredGrant},
 };
@@ -183,8 +183,9 @@ pub(super) struct Entry {
     grant: Mutex<Grant>,
     /// The token in use.
     token: Mutex<Option<Token>>,
-    /// Tokens this grant replaced, until they expire: still secrets, so still hidden.
-    retired: Mutex<Vec<(Secret, Instant)>>,
+    /// Tokens this grant replaced, and every token its authorization servers issued for
+    /// it (some never become the token in use): still secrets, so still hidden.
+    retired: Arc<Issued>,
     /// Everything that talks to an authorization server, one at a time.
     flight: tokio::sync::Mutex<Flight>,
 }
@@ -247,7 +248,7 @@ impl Entry {
             url: url.to_owned(),
             grant: Mutex::new(grant.clone()),
             token: Mutex::new(None),
-            retired: Mutex::new(Vec::new()),
+            retired: Arc::default(),
             flight: tokio::sync::Mutex::new(Flight::default()),
         }
     }
@@ -264,32 +265,27 @@ impl Entry {
         lock(&self.grant).clone()
     }
 
-    /// Makes `token` the one in use. The one it replaces (and its refresh token) may
-    /// still be valid a while: they stay hidden, with this grant's other secrets.
+    /// Makes `token` the one in use. The one it replaces (and its refresh token) stays
+    /// hidden, and `token` hides every secret this grant keeps hidden (see [`Issued`]).
     fn set(&self, token: &mut Token) {
-        /// Tokens kept hidden after they were replaced, at most.
-        const RETIRED: usize = 16;
-        let now = Instant::now();
-        let mut retired = lock(&self.retired);
-        retired.retain(|(_, until)| *until > now);
-        let later = now + Duration::from_secs(3600);
+        self.retire();
+        token.hidden.extend(self.retired.secrets());
+        *lock(&self.token) = Some(token.clone());
+    }
+
+    /// Drops the token in use (the grant is gone); it stays hidden, as a replaced one.
+    fn forget(&self) {
+        self.retire();
+    }
+
+    /// Takes the token in use out, and keeps it and its refresh token hidden.
+    fn retire(&self) {
         if let Some(old) = lock(&self.token).take() {
-            if old.bearer != token.bearer {
-                retired.push((old.bearer, old.expires_at.unwrap_or(later).max(now)));
-            }
-            if let Some(refresh) = old
-                .refresh
-                .filter(|old| token.refresh.as_ref() != Some(old))
-            {
-                retired.push((refresh, later));
+            self.retired.keep(old.bearer, old.expires_at);
+            if let Some(refresh) = old.refresh {
+                self.retired.keep(refresh, None);
             }
         }
-        let excess = retired.len().saturating_sub(RETIRED);
-        retired.drain(..excess);
-        token
-            .hidden
-            .extend(retired.iter().map(|(secret, _)| secret.clone()));
-        *lock(&self.token) = Some(token.clone());
     }
 
     /// The cached token, when it needs no renewing: the per-call path.
@@ -338,7 +334,7 @@ impl Entry {
             }
             Err(error) => {
                 if error.kind() == crate::error::ErrorKind::AuthorizationRequired {
-                    *lock(&self.token) = None;
+                    self.forget();
                 }
                 Err(error)
             }
@@ -379,7 +375,7 @@ impl Entry {
                 self.set(token);
             }
             Err(error) if error.kind() == crate::error::ErrorKind::AuthorizationRequired => {
-                *lock(&self.token) = None;
+                self.forget();
             }
             Err(_) => {}
         }
@@ -397,7 +393,7 @@ impl Entry {
     ) -> Result<String, CallError> {
         flight.manager = None;
         flight.metadata = None;
-        let http: Arc<dyn OAuthHttpClient> = Arc::clone(ctx.http) as Arc<dyn OAuthHttpClient>;
+        let http: Arc<dyn OAuthHttpClient> = Arc::new(ctx.http.noting(Arc::clone(&self.retired)));
         let mut manager = silenced(AuthorizationManager::new_with_oauth_http_client(
             self.url.as_str(),
             http,
@@ -638,7 +634,8 @@ impl Entry {
         if !scopes.is_empty() {
             request = request.with_scopes(scopes.clone());
         }
-        let http: &dyn OAuthHttpClient = ctx.http.as_ref();
+        let noting = ctx.http.noting(Arc::clone(&self.retired));
+        let http: &dyn OAuthHttpClient = &noting;
         let token = silenced(request.exchange(http, http))
             .await
             .map_err(|error| from_ema(&error))?;

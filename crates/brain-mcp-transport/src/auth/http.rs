@@ -8,8 +8,16 @@
 //! hand, at most [`MAX_REDIRECTS`] times, never from https to http, dropping credentials
 //! when the origin changes. Every response body is bounded; every request is bounded in
 //! time.
+//!
+//! Every token an authorization server issues passes here, also those that never become
+//! a grant's token in use (the ID-JAG of an enterprise exchange, a token whose flow
+//! failed after it was issued): a client built with [`OAuthHttp::noting`] notes each in
+//! its [`Issued`] list, so that it is hidden like the token in use.
 
-use std::time::Duration;
+use std::{
+    sync::{Arc, Mutex, PoisonError},
+    time::Duration,
+};
 
 use http::{Method, StatusCode, header};
 use reqwest::Url;
@@ -17,6 +25,9 @@ use rmcp::transport::auth::{
     OAuthHttpClient, OAuthHttpClientError, OAuthHttpClientFuture, OAuthHttpRedirectPolicy,
     OAuthHttpRequest,
 };
+use tokio::time::Instant;
+
+use crate::secret::Secret;
 
 /// Redirects followed for one request, at most.
 pub(crate) const MAX_REDIRECTS: usize = 10;
@@ -42,16 +53,80 @@ pub(crate) enum OAuthHttpError {
     BadRedirect,
 }
 
+/// The secrets one grant keeps hidden besides its token in use: tokens it replaced, and
+/// every token its authorization server issued, each until a time. A secret stays hidden
+/// for an hour at least, or until the token expires if that is later: what a server says
+/// of a token's lifetime is not trusted to make it harmless (clocks skew, and a server
+/// may accept it after its `expires_in`). At most [`Issued::MAX`], the newest.
+#[derive(Debug, Default)]
+pub(crate) struct Issued {
+    secrets: Mutex<Vec<(Secret, Instant)>>,
+}
+
+impl Issued {
+    /// Secrets kept, at most.
+    const MAX: usize = 16;
+    /// How long a secret is kept, at least.
+    const KEPT: Duration = Duration::from_secs(3600);
+
+    /// Keeps `secret` hidden until `until` (an hour from now at least).
+    pub(crate) fn keep(&self, secret: Secret, until: Option<Instant>) {
+        let at_least = Instant::now() + Self::KEPT;
+        let until = until.map_or(at_least, |until| until.max(at_least));
+        let mut secrets = self.secrets.lock().unwrap_or_else(PoisonError::into_inner);
+        match secrets.iter_mut().find(|(kept, _)| *kept == secret) {
+            Some(kept) => kept.1 = kept.1.max(until),
+            None => secrets.push((secret, until)),
+        }
+        let excess = secrets.len().saturating_sub(Self::MAX);
+        secrets.drain(..excess);
+    }
+
+    /// The secrets still kept.
+    pub(crate) fn secrets(&self) -> Vec<Secret> {
+        let now = Instant::now();
+        let mut secrets = self.secrets.lock().unwrap_or_else(PoisonError::into_inner);
+        secrets.retain(|(_, until)| *until > now);
+        secrets.iter().map(|(secret, _)| secret.clone()).collect()
+    }
+
+    /// Notes the tokens of an authorization server's answer (a token response, a token
+    /// exchange's): `access_token`, `refresh_token`, `id_token`.
+    fn note(&self, body: &[u8]) {
+        let Ok(serde_json::Value::Object(answer)) = serde_json::from_slice(body) else {
+            return;
+        };
+        for field in ["access_token", "refresh_token", "id_token"] {
+            if let Some(token) = answer.get(field).and_then(serde_json::Value::as_str) {
+                self.keep(Secret::new(token), None);
+            }
+        }
+    }
+}
+
 /// rmcp's OAuth HTTP client, over our pooled client.
 #[derive(Debug, Clone)]
 pub(crate) struct OAuthHttp {
     client: reqwest::Client,
+    /// Where issued tokens are noted, if anywhere.
+    issued: Option<Arc<Issued>>,
 }
 
 impl OAuthHttp {
     /// Over a client that follows no redirects (the pooled one).
     pub(crate) fn new(client: reqwest::Client) -> Self {
-        Self { client }
+        Self {
+            client,
+            issued: None,
+        }
+    }
+
+    /// The same client, noting every token an answer carries in `issued`.
+    pub(crate) fn noting(&self, issued: Arc<Issued>) -> Self {
+        Self {
+            client: self.client.clone(),
+            issued: Some(issued),
+        }
     }
 
     async fn send(
@@ -165,7 +240,12 @@ impl OAuthHttpClient for OAuthHttp {
             } = request;
             let bound = timeout.map_or(MAX_REQUEST_TIME, |asked| asked.min(MAX_REQUEST_TIME));
             match tokio::time::timeout(bound, self.send(request, redirect_policy)).await {
-                Ok(Ok(response)) => Ok(response),
+                Ok(Ok(response)) => {
+                    if let Some(issued) = &self.issued {
+                        issued.note(response.body());
+                    }
+                    Ok(response)
+                }
                 Ok(Err(error)) => Err(Box::new(error) as OAuthHttpClientError),
                 Err(_) => Err(Box::new(OAuthHttpError::Timeout) as OAuthHttpClientError),
             }
@@ -181,6 +261,35 @@ mod tests {
     };
 
     use super::*;
+
+    #[test]
+    fn issued_tokens_are_noted_once_newest_kept() {
+        let issued = Issued::default();
+        issued.note(br#"{"access_token": "at-1", "refresh_token": "rt-1", "expires_in": 0}"#);
+        issued.note(br#"{"access_token": "at-1"}"#);
+        issued.note(br#"{"id_token": "id-1", "token_type": "N_A"}"#);
+        // Not JSON, not an object, no tokens: nothing.
+        issued.note(b"<html>");
+        issued.note(br#"["at-x"]"#);
+        issued.note(br#"{"error": "invalid_grant"}"#);
+        let exposed = |issued: &Issued| -> Vec<String> {
+            issued
+                .secrets()
+                .iter()
+                .map(|secret| secret.expose().to_owned())
+                .collect()
+        };
+        assert_eq!(exposed(&issued), ["at-1", "rt-1", "id-1"]);
+        for n in 0..Issued::MAX {
+            issued.keep(Secret::new(format!("more-{n}")), None);
+        }
+        let kept = exposed(&issued);
+        assert_eq!(kept.len(), Issued::MAX);
+        assert_eq!(kept[0], "more-0", "the oldest went first");
+        // A lifetime the server claims is over still keeps the secret an hour.
+        issued.keep(Secret::new("expired"), Some(Instant::now()));
+        assert!(exposed(&issued).contains(&"expired".to_owned()));
+    }
 
     fn client() -> OAuthHttp {
         OAuthHttp::new(crate::wire::http::pooled_client(true).unwrap())

@@ -24,7 +24,7 @@ use crate::{
 pub(crate) const CLIENT_SECRET: &str = "cs-SECRET-0123456789abcdef";
 
 /// A throwaway P-256 key (PKCS#8), for `private_key_jwt`.
-const EC_KEY: &str = "-----BEGIN PRIVATE KEY-----
+pub(crate) const EC_KEY: &str = "-----BEGIN PRIVATE KEY-----
 MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgwSKwCO6aqE4oL7EE
 /INYy+9XuR6pP2yeQQduw0VfuxahRANCAARWf3w4OIB21ezSaL8UvqEEnQEjNfca
 d5Qpo4oyG5NfHl9LwHDz2MusoQGQvbx2t01jHEk/on98AsPlv5HJYm2I

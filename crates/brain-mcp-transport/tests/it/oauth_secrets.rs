@@ -8,11 +8,14 @@ use std::{
     time::Duration,
 };
 
-use brain_mcp_transport::{Authorization, CallRequest, Endpoint, Grant};
+use brain_mcp_transport::{
+    Authorization, CallRequest, ClientAuthentication, ClientCredentialsGrant, Endpoint, Grant,
+    Secret, SigningAlgorithm,
+};
 use serde_json::json;
 
 use crate::{
-    oauth::{CLIENT_SECRET, Setup, call_as, client_credentials, delegated},
+    oauth::{CLIENT_SECRET, EC_KEY, Setup, call_as, client_credentials, delegated},
     oauth_servers::lock,
 };
 
@@ -32,8 +35,9 @@ impl Write for Capture {
 #[tokio::test]
 async fn no_grant_secret_appears_in_logs_errors_results_or_debug() {
     let setup = Setup::start().await;
-    // Short-lived tokens: the delegated grant is refreshed within the test.
-    *lock(&setup.servers.auth.state.expires_in) = 2;
+    // Tokens that expire as they are issued: every later call of a grant renews it (no
+    // waiting for a clock), so the delegated grant is refreshed within the test.
+    *lock(&setup.servers.auth.state.expires_in) = 0;
     let capture = Capture::default();
     let writer = capture.clone();
     let subscriber = tracing_subscriber::fmt()
@@ -54,15 +58,28 @@ async fn no_grant_secret_appears_in_logs_errors_results_or_debug() {
         shown.push(format!("{outcome:?}"));
         // (Another grant's server cannot know this client's secret.)
         *lock(&setup.servers.resource.state.answer) = None;
+        // Client credentials with a signed assertion (private_key_jwt).
+        lock(&setup.servers.auth.state.auth_methods).push("private_key_jwt");
+        let jwt = Grant::ClientCredentials(ClientCredentialsGrant::new(
+            "jwt-client",
+            ClientAuthentication::PrivateKeyJwt {
+                key: Secret::new(EC_KEY),
+                algorithm: SigningAlgorithm::Es256,
+            },
+        ));
+        let outcome = call_as(&setup.client(), &url, "acme", jwt.clone(), json!({})).await;
+        assert!(outcome.is_ok(), "{outcome:?}");
+        shown.push(format!("{outcome:?} {jwt:?}"));
         // A delegated grant made through the authorizer, then refreshed.
         let client = setup.interactive_client();
         let outcome = call_as(&client, &url, "umbrella", delegated(), json!({})).await;
         shown.push(format!("{outcome:?}"));
-        tokio::time::sleep(Duration::from_millis(1100)).await;
         *lock(&setup.servers.resource.state.answer) =
             Some(
             // The grant's tokens, the replaced ones (still valid a while) included.
-            "tokens: at-2-0123456789abcdef at-3-0123456789abcdef rt-2-0123456789abcdef rt-3-0123456789abcdef".into(),
+            // (at-0 and at-1 went to the client credentials grants; the code was the
+            // authorization server's third issue.)
+            "tokens: at-3-0123456789abcdef at-4-0123456789abcdef rt-3-0123456789abcdef rt-4-0123456789abcdef".into(),
         );
         let outcome = call_as(&client, &url, "umbrella", delegated(), json!({})).await;
         shown.push(format!("{outcome:?}"));
@@ -78,7 +95,6 @@ async fn no_grant_secret_appears_in_logs_errors_results_or_debug() {
         // A failure: the refresh token revoked, the grant gone.
         *lock(&setup.servers.auth.state.refresh_answer) =
             crate::oauth_servers::RefreshAnswer::Revoked;
-        tokio::time::sleep(Duration::from_millis(1100)).await;
         let outcome = call_as(&setup.client(), &url, "umbrella", delegated(), json!({})).await;
         shown.push(format!("{outcome:?}"));
         let request = CallRequest::new(
@@ -101,6 +117,21 @@ async fn no_grant_secret_appears_in_logs_errors_results_or_debug() {
         secrets.push(format!("rt-{n}-0123456789abcdef"));
     }
     secrets.push("authcode-".to_owned());
+    // The private key, line by line (a PEM is never printed whole or in part), and the
+    // assertion signed with it.
+    secrets.extend(
+        EC_KEY
+            .lines()
+            .filter(|line| !line.starts_with("-----"))
+            .map(str::to_owned),
+    );
+    let assertions: Vec<String> = state
+        .token_requests("client_credentials")
+        .iter()
+        .filter_map(|request| request.form.get("client_assertion").cloned())
+        .collect();
+    assert_eq!(assertions.len(), 1, "one assertion was signed");
+    secrets.extend(assertions);
     assert!(!lock(&state.authorizations).is_empty(), "a code was issued");
     for secret in &secrets {
         if let Some(line) = logs.lines().find(|line| line.contains(secret.as_str())) {
@@ -115,5 +146,6 @@ async fn no_grant_secret_appears_in_logs_errors_results_or_debug() {
         "{}",
         shown[0]
     );
-    assert!(shown[2].contains("<redacted>"), "{}", shown[2]);
+    // The call whose server echoed the delegated grant's tokens.
+    assert!(shown[3].contains("<redacted>"), "{}", shown[3]);
 }
