@@ -310,6 +310,7 @@ async fn soak() {
     let elapsed = started.elapsed();
     client.shutdown(Duration::from_secs(30)).await;
     let stats = client.stats();
+    assert!(stats.warm_served > 0, "calls ran on warm contexts too");
     assert_eq!(
         (
             stats.calls_in_flight,
@@ -335,11 +336,12 @@ async fn soak() {
         .sum();
     eprintln!(
         "soak: {total} calls in {:.1} s ({:.0}/s), {CONCURRENCY} at a time; outcomes {counts:?}; \
-         faults {faults}, cancels {}; rss after warm-up {warm} KiB, at the end {end_rss} KiB; \
-         leaks: calls {}, tasks {}, children {}, sessions {}",
+         faults {faults}, cancels {}; warm contexts served {} calls; rss after warm-up {warm} KiB, \
+         at the end {end_rss} KiB; leaks: calls {}, tasks {}, children {}, sessions {}",
         elapsed.as_secs_f64(),
         total as f64 / elapsed.as_secs_f64(),
         counts.get("cancelled").copied().unwrap_or(0),
+        stats.warm_served,
         stats.calls_in_flight,
         stats.background_tasks,
         children_after - children_before,

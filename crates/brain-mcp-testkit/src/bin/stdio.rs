@@ -5,7 +5,7 @@
 //! `--spawn-grandchild PIDFILE` (start `sleep 1000` in our process group, write its pid),
 //! `--spawn-setsid-grandchild PIDFILE` (the same in a session of its own, out of our process group, holding our
 //! stdout and stderr), `--exit-mid-call`; and `--env-file FILE` (write the names of the environment variables we
-//! were started with, one per line).
+//! were started with, one per line); `--pid-log FILE` (append our own pid to FILE, one line per process).
 //! Env `TESTKIT_COUNTERS=FILE`: keep the counters there as JSON (see `brain_mcp_testkit::read_counters_file`).
 
 use std::path::PathBuf;
@@ -15,7 +15,7 @@ use brain_mcp_testkit::{Era, StdioOptions, serve_stdio};
 
 const USAGE: &str = "usage: brain-mcp-testkit-stdio [--era legacy|modern|both] [--page-size N] [--extra-tools N] \
 [--exit-before-handshake] [--garbage-stdout] [--flood-stderr] [--ignore-stdin-close] \
-[--spawn-grandchild PIDFILE] [--spawn-setsid-grandchild PIDFILE] [--exit-mid-call] [--env-file FILE]";
+[--spawn-grandchild PIDFILE] [--spawn-setsid-grandchild PIDFILE] [--exit-mid-call] [--env-file FILE] [--pid-log FILE]";
 
 fn main() -> ExitCode {
     match run() {
@@ -57,6 +57,17 @@ fn run() -> Result<ExitCode, String> {
             }
             "--spawn-setsid-grandchild" => {
                 setsid_pidfile = Some(value(&mut args, "--spawn-setsid-grandchild")?.into());
+            }
+            "--pid-log" => {
+                // Appends our own pid, one per line: a test can tell its server processes apart.
+                use std::io::Write as _;
+                let path = PathBuf::from(value(&mut args, "--pid-log")?);
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&path)
+                    .and_then(|mut file| writeln!(file, "{}", std::process::id()))
+                    .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
             }
             "--env-file" => {
                 let path = PathBuf::from(value(&mut args, "--env-file")?);

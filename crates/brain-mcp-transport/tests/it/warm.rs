@@ -186,3 +186,112 @@ async fn warm_stdio_processes_serve_one_call_each_and_are_reaped() {
         "{stats:?}"
     );
 }
+
+/// A context opened with one token never serves a call with another (a rotated key): the
+/// call with the new token opens a session of its own, with the new token, and the old
+/// token's warm session still serves the old token's next call.
+#[tokio::test]
+async fn a_warm_session_serves_only_calls_with_its_token() {
+    use brain_mcp_transport::Secret;
+    let (server, endpoint) = legacy_server().await;
+    let Endpoint::Http(http) = &endpoint else {
+        unreachable!("an HTTP endpoint")
+    };
+    let with_token = |token: &str| Endpoint::http(http.url.clone(), Some(Secret::new(token)));
+    let (old, new) = (
+        with_token("tok-old-0123456789"),
+        with_token("tok-new-0123456789"),
+    );
+    let client = client_with(ClientOptions::default().era(EraPreference::Legacy));
+    for _ in 0..2 {
+        call(&client, &old, "echo", json!({"message": "old"})).await;
+    }
+    until_warm(&client, 1).await;
+    let ran = call(&client, &new, "echo", json!({"message": "new"})).await;
+    assert_eq!(ran.text(), "new");
+    assert_eq!(
+        client.stats().warm_served,
+        0,
+        "the old token's session did not serve the new token's call"
+    );
+    let ran = call(&client, &old, "echo", json!({"message": "old again"})).await;
+    assert_eq!(ran.text(), "old again");
+    assert_eq!(
+        client.stats().warm_served,
+        1,
+        "it served the old token's call"
+    );
+    let bearers: Vec<String> = server
+        .counters()
+        .call_headers
+        .iter()
+        .map(|headers| headers["authorization"].clone())
+        .collect();
+    assert_eq!(
+        bearers,
+        [
+            "Bearer tok-old-0123456789",
+            "Bearer tok-old-0123456789",
+            "Bearer tok-new-0123456789",
+            "Bearer tok-old-0123456789",
+        ]
+    );
+    client.shutdown(Duration::from_secs(5)).await;
+}
+
+/// A warm stdio process that died while it waited is discarded, not used: the call gets a
+/// fresh process and succeeds.
+#[tokio::test]
+async fn a_warm_process_that_died_is_not_used() {
+    brain_mcp_testkit::build_binaries();
+    let dir = tempfile::tempdir().unwrap();
+    let pids = dir.path().join("pids");
+    let endpoint = Endpoint::Stdio(StdioEndpoint::new(
+        brain_mcp_testkit::stdio_binary_path().to_string_lossy(),
+        vec!["--pid-log".to_owned(), pids.to_string_lossy().into_owned()],
+    ));
+    let client = client_with(ClientOptions::default().era(EraPreference::Legacy));
+    for _ in 0..2 {
+        call(&client, &endpoint, "echo", json!({"message": "x"})).await;
+    }
+    until_warm(&client, 1).await;
+    let started = |pids: &std::path::Path| -> Vec<u32> {
+        std::fs::read_to_string(pids)
+            .unwrap_or_default()
+            .lines()
+            .map(|line| line.parse().unwrap())
+            .collect()
+    };
+    let before = started(&pids);
+    assert_eq!(
+        before.len(),
+        3,
+        "two calls and one warm process: {before:?}"
+    );
+    let warm = before[2];
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &warm.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    // The client's reaper waits for it: then it is gone from /proc.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while std::path::Path::new(&format!("/proc/{warm}")).exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{warm} was not reaped"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let ran = call(&client, &endpoint, "echo", json!({"message": "after"})).await;
+    assert_eq!(ran.text(), "after", "{:?}", ran.outcome);
+    assert_eq!(
+        client.stats().warm_served,
+        0,
+        "the dead process served nothing"
+    );
+    let after = started(&pids);
+    assert!(after.len() >= 4, "a fresh process took the call: {after:?}");
+    client.shutdown(Duration::from_secs(10)).await;
+    assert_eq!(client.stats().child_processes, 0);
+}

@@ -344,3 +344,79 @@ async fn a_cached_client_credentials_token_serves_every_call_in_both_eras() {
         server.shutdown().await;
     }
 }
+
+/// Two tenants on one client-credentials binding, legacy era, warm contexts on (the
+/// default): each tenant's calls carry that tenant's own token, checked on the wire, also
+/// the calls that took a warm session (a session opened with one tenant's token serves
+/// only that tenant's calls).
+#[tokio::test]
+async fn two_tenants_on_warm_sessions_each_carry_their_own_token() {
+    use brain_mcp_testkit::{BearerOptions, Era, ServerOptions, TestServer};
+    let server = TestServer::start(ServerOptions {
+        era: Era::Legacy,
+        bearer: Some(BearerOptions {
+            static_token: None,
+            client_id: "host".to_owned(),
+            client_secret: SECRET.to_owned(),
+            expires_in: 3600,
+        }),
+        ..ServerOptions::default()
+    })
+    .await
+    .unwrap();
+    let loaded = HostConfig::from_json_value_with_env(
+        &json!({"tools": [{
+            "name": "echo",
+            "input_schema": {"type": "object"},
+            "url": server.url(),
+            "mcp_tool": "echo",
+            "tenants": ["acme", "umbrella"],
+            "auth": {"type": "client_credentials", "client_id": "host", "client_secret_env": "HOST_SECRET"}
+        }]}),
+        |_| true,
+    )
+    .expect("a valid config");
+    let host = ToolHost::builder(loaded.config)
+        .client(McpClient::new(ClientOptions::default()).unwrap())
+        .token_source(|name| (name == "HOST_SECRET").then(|| SECRET.to_owned()))
+        .build()
+        .unwrap();
+    let tenants = ["acme", "umbrella"];
+    for i in 0..12 {
+        let sink = Mutex::new(Vec::new());
+        let scope = CallScope::new(tenants[i % 2], "s1", format!("c{i}"));
+        let result = host
+            .call(
+                &scope,
+                "echo",
+                json!({"message": "hi"}),
+                CancellationToken::new(),
+                &sink,
+            )
+            .await;
+        assert!(!result.is_error, "call {i}: {result:?}");
+    }
+    let warm = host.client().stats().warm_served;
+    host.client()
+        .shutdown(std::time::Duration::from_secs(5))
+        .await;
+    assert!(warm > 0, "some calls took a warm session");
+    let seen = server.counters();
+    assert_eq!(seen.tokens_issued, 2, "one token per tenant");
+    let bearers: Vec<Option<String>> = seen
+        .call_headers
+        .iter()
+        .map(|headers| headers.get("authorization").cloned())
+        .collect();
+    assert_eq!(bearers.len(), 12);
+    assert_ne!(bearers[0], bearers[1], "the tenants' tokens differ");
+    for (i, bearer) in bearers.iter().enumerate() {
+        assert!(bearer.is_some(), "call {i} carried a token");
+        assert_eq!(
+            bearer,
+            &bearers[i % 2],
+            "call {i} carried its tenant's token"
+        );
+    }
+    server.shutdown().await;
+}
