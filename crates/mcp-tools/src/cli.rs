@@ -30,6 +30,9 @@ Examples:
     mcp-tools -url https://mcp.example.com/mcp -tenant local -discovery-max-bytes 4194304
   A server that wants OAuth: the auth object goes into the bindings; the grant is acme's:
     mcp-tools -url https://mcp.example.com/mcp -tenant acme --auth '{\"type\": \"oauth\", \"scopes\": [\"files:read\"]}'
+  List the server of a binding already in a host config, with its token_env or auth (the
+  tenant's grant read from ./grants instead of the user's credential directory):
+    mcp-tools --config host.json --tool search -tenant acme --store ./grants
   Log a tenant in to the server of a binding (authorization code flow, in a browser):
     mcp-tools login --config host.json --tool search --tenant acme
   Run one call from a host config (readable at a terminal, JSON lines in a pipe):
@@ -588,7 +591,39 @@ pub(crate) fn normalize(args: impl IntoIterator<Item = OsString>) -> Vec<OsStrin
         }
         out.push(text.into());
     }
+    verbosity_after_subcommand(&mut out);
     out
+}
+
+/// `mcp-tools -vv call ...`: verbosity given before a subcommand moves after its name.
+/// clap refuses any argument before a subcommand here, global ones included (discovery's
+/// flags must not mix with a subcommand), so without this only `mcp-tools call -vv` works.
+fn verbosity_after_subcommand(args: &mut Vec<OsString>) {
+    let is_verbosity = |arg: &OsString| {
+        arg.to_str().is_some_and(|arg| {
+            arg == "--verbose"
+                || arg
+                    .strip_prefix('-')
+                    .is_some_and(|vs| !vs.is_empty() && vs.chars().all(|c| c == 'v'))
+        })
+    };
+    let leading = args
+        .iter()
+        .skip(1)
+        .take_while(|arg| is_verbosity(arg))
+        .count();
+    let Some(name) = args.get(1 + leading).and_then(|arg| arg.to_str()) else {
+        return;
+    };
+    if leading == 0
+        || !<Cli as clap::CommandFactory>::command()
+            .get_subcommands()
+            .any(|command| command.get_name() == name)
+    {
+        return;
+    }
+    let flags: Vec<OsString> = args.drain(1..=leading).collect();
+    args.splice(2..2, flags);
 }
 
 /// A clap error as one line: the message, its context, and any tip, without the usage
@@ -675,6 +710,51 @@ mod tests {
             "x",
         ]));
         assert_eq!(args[3], "-tool", "a value that looks like a flag stays");
+        // Verbosity before a subcommand goes after its name; elsewhere it stays.
+        let cases: [(&[&str], &[&str]); 4] = [
+            (
+                &["mcp-tools", "-vv", "call", "--tool", "x"],
+                &["mcp-tools", "call", "-vv", "--tool", "x"],
+            ),
+            (
+                &[
+                    "mcp-tools",
+                    "-v",
+                    "--verbose",
+                    "check",
+                    "--config",
+                    "h.json",
+                ],
+                &[
+                    "mcp-tools",
+                    "check",
+                    "-v",
+                    "--verbose",
+                    "--config",
+                    "h.json",
+                ],
+            ),
+            (
+                &["mcp-tools", "-vv", "-url", "https://x/mcp"],
+                &["mcp-tools", "-vv", "--url", "https://x/mcp"],
+            ),
+            (
+                &["mcp-tools", "-v", "search"],
+                &["mcp-tools", "-v", "search"],
+            ),
+        ];
+        for (given, expected) in cases {
+            assert_eq!(normalize(strings(given)), strings(expected), "{given:?}");
+        }
+        let cli = Cli::try_parse_from(normalize(strings(&[
+            "mcp-tools",
+            "-vvv",
+            "check",
+            "--config",
+            "h.json",
+        ])))
+        .unwrap();
+        assert_eq!(cli.verbose, 3);
     }
 
     #[test]

@@ -188,6 +188,10 @@ fn kind_meaning(kind: ErrorKind) -> &'static str {
         ErrorKind::ToolError => "the tool reported an error; its text is above",
         ErrorKind::OutputSchema => "the structured output does not satisfy output_schema",
         ErrorKind::Executor => "the host's executor for HTTP tools failed or is missing",
+        ErrorKind::AuthorizationRequired => {
+            "the tenant has no usable grant for this server; someone must authorize, as the message says"
+        }
+        ErrorKind::AuthorizationFailed => "no access token could be obtained for this server",
         _ => "see docs/errors.md",
     }
 }
@@ -438,6 +442,16 @@ mod tests {
                 ErrorKind::Executor,
                 Delivery::NotSent,
                 "search: no executor for HTTP tools",
+            ),
+            (
+                ErrorKind::AuthorizationRequired,
+                Delivery::NotSent,
+                "search was not called because it needs the tenant to authorize; run `mcp-tools login --config host.json --tool search --tenant local`",
+            ),
+            (
+                ErrorKind::AuthorizationFailed,
+                Delivery::NotSent,
+                "search was not called because no access token could be obtained: the token endpoint refused the request (invalid_client)",
             ),
         ];
         let mut all = String::new();

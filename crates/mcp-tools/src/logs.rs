@@ -39,9 +39,22 @@ fn cap() -> Targets {
 /// Whether output to a stream may use colour: a terminal, `NO_COLOR` unset or empty
 /// (<https://no-color.org>), and a `TERM` other than `dumb`.
 pub(crate) fn color_allowed(is_terminal: bool) -> bool {
+    color_for(
+        is_terminal,
+        std::env::var_os("NO_COLOR").as_deref(),
+        std::env::var_os("TERM").as_deref(),
+    )
+}
+
+/// [`color_allowed`] for given values of `NO_COLOR` and `TERM`.
+fn color_for(
+    is_terminal: bool,
+    no_color: Option<&std::ffi::OsStr>,
+    term: Option<&std::ffi::OsStr>,
+) -> bool {
     is_terminal
-        && std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty())
-        && std::env::var_os("TERM").is_none_or(|term| term != "dumb")
+        && no_color.is_none_or(|value| value.is_empty())
+        && term.is_none_or(|term| term != "dumb")
 }
 
 /// The log layer: `chosen` (from `RUST_LOG` or `-v`), then the rmcp cap.
@@ -83,6 +96,30 @@ mod tests {
         }
         fn flush(&mut self) -> std::io::Result<()> {
             Ok(())
+        }
+    }
+
+    #[test]
+    fn colour_only_at_a_terminal_without_no_color() {
+        use std::ffi::OsStr;
+        let os = |value: &'static str| Some(OsStr::new(value));
+        // (a terminal, NO_COLOR, TERM) -> colour
+        let cases = [
+            (true, None, os("xterm-256color"), true),
+            (true, None, None, true),
+            (false, None, os("xterm-256color"), false),
+            (true, os("1"), os("xterm-256color"), false),
+            (true, os("anything"), None, false),
+            // An empty NO_COLOR does not count (no-color.org).
+            (true, os(""), os("xterm"), true),
+            (true, None, os("dumb"), false),
+        ];
+        for (terminal, no_color, term, colour) in cases {
+            assert_eq!(
+                color_for(terminal, no_color, term),
+                colour,
+                "terminal {terminal}, NO_COLOR {no_color:?}, TERM {term:?}"
+            );
         }
     }
 

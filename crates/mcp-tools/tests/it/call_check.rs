@@ -75,3 +75,43 @@ async fn check_live_prints_what_changed_on_the_server() {
     assert_eq!(run.code, 1);
     insta::assert_snapshot!(format!("{}{}", redact(&run.stdout, &server), run.stderr));
 }
+
+/// At `-vvv` (trace), the log lines on stderr hold neither the token nor the call's
+/// arguments, in both eras, also when the server sends the token back: the echo tool is
+/// given the token as its message, so it is in the arguments and in the server's answer.
+#[tokio::test]
+async fn trace_logs_hold_no_token_and_no_arguments() {
+    const TOKEN: &str = "sk-cli-trace-5d1e9a77";
+    const SENTINEL: &str = "argument-sentinel-0c4f";
+    for era in [Era::Legacy, Era::Modern] {
+        let server = server(era).await;
+        let dir = tempfile::tempdir().unwrap();
+        let mut tools = discovered(&server.url(), "echo").await;
+        tools[0]["token_env"] = json!("MCP_API_KEY");
+        let path = config(&dir, tools);
+        let args = json!({"message": format!("{SENTINEL} {TOKEN}")}).to_string();
+        let run = mcp_tools(
+            &[
+                "-vvv", "call", "--config", &path, "--tenant", "local", "--tool", "echo", "--args",
+                &args,
+            ],
+            &[("MCP_API_KEY", TOKEN)],
+        )
+        .await;
+        assert_eq!(run.code, 0, "{era:?}: {}", run.stderr);
+        assert!(
+            run.stderr.contains("TRACE"),
+            "{era:?}: trace lines were printed"
+        );
+        for secret in [TOKEN, SENTINEL] {
+            assert!(
+                !run.stderr.contains(secret),
+                "{era:?}: a log line holds {secret}: {}",
+                run.stderr
+            );
+        }
+        // The server's answer reached the result with the token hidden.
+        assert!(run.stdout.contains(SENTINEL), "{era:?}: {}", run.stdout);
+        assert!(!run.stdout.contains(TOKEN), "{era:?}: {}", run.stdout);
+    }
+}

@@ -39,6 +39,9 @@ async fn every_new_flag_has_an_example() {
                 "--models",
                 "--strict",
                 "-discovery-timeout",
+                "-discovery-max-bytes",
+                "--config host.json --tool",
+                "--store",
                 "--auth",
                 "login",
                 "completions"
