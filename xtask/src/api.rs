@@ -44,6 +44,44 @@ const AUTO_TRAITS: &[&str] = &["Send", "Sync", "Unpin", "UnwindSafe", "RefUnwind
 /// Trait impls that say nothing to a user (the compiler's marker for derived `PartialEq`).
 const HIDDEN_TRAITS: &[&str] = &["StructuralPartialEq"];
 
+/// The crates whose types may appear in our public API: ours, the standard library, and
+/// the dependencies whose types we show on purpose (serde's traits and `serde_json::Value`
+/// for schemas and arguments; tokio's `Instant` and tokio-util's `CancellationToken`,
+/// re-exported by `brain-tools`). rmcp, jsonschema, reqwest, hyper, http and oauth2 may
+/// not: a listing that names one fails, `--bless` or not.
+const ALLOWED_CRATES: &[&str] = &[
+    "brain_tools_config",
+    "brain_tools_policy",
+    "brain_tools_events",
+    "brain_mcp_transport",
+    "brain_tools",
+    "core",
+    "alloc",
+    "std",
+    "serde_core",
+    "serde_json",
+    "tokio",
+    "tokio_util",
+];
+
+/// The lines of a listing that name a crate outside [`ALLOWED_CRATES`], with the crate.
+fn foreign_types(listing: &str) -> Vec<(String, &str)> {
+    let mut found = Vec::new();
+    for line in listing.lines() {
+        let paths = line.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':'));
+        for path in paths {
+            let Some((root, _)) = path.split_once("::") else {
+                continue;
+            };
+            if !root.is_empty() && !ALLOWED_CRATES.contains(&root) {
+                found.push((root.to_owned(), line));
+                break;
+            }
+        }
+    }
+    found
+}
+
 /// The subcommand.
 pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     let bless = match args {
@@ -54,8 +92,12 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     let dir = util::workspace_root().join("xtask").join("api");
     let mut changed = Vec::new();
     let mut ours = HashMap::new();
+    let mut foreign = Vec::new();
     for package in CRATES {
         let listing = listing(package, &mut ours)?;
+        for (root, line) in foreign_types(&listing) {
+            foreign.push(format!("{package}: {root} in `{line}`"));
+        }
         let file = dir.join(format!("{package}.txt"));
         if bless {
             std::fs::create_dir_all(&dir)?;
@@ -83,6 +125,12 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
             changed.push(*package);
         }
     }
+    anyhow::ensure!(
+        foreign.is_empty(),
+        "another crate's type in our public API (allowed: {}):\n{}",
+        ALLOWED_CRATES.join(", "),
+        foreign.join("\n")
+    );
     anyhow::ensure!(
         changed.is_empty(),
         "the public API of {} changed: review the lines above, then run \
@@ -1013,5 +1061,24 @@ fn key(value: &Value) -> String {
         Value::Number(n) => n.to_string(),
         Value::String(s) => s.clone(),
         _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn foreign_types_are_found_by_their_crate() {
+        let listing = "pub fn brain_tools::ToolHost::new(config: &brain_tools_config::Config) -> core::result::Result<Self, brain_tools::HostError>
+pub fn brain_mcp_transport::X::peer(&self) -> rmcp::service::Peer<rmcp::RoleClient>
+pub brain_mcp_transport::CallRequest::cancel: tokio_util::sync::cancellation_token::CancellationToken
+impl serde_core::ser::Serialize for brain_tools_events::ToolEvent
+pub fn brain_tools_config::compile(s: &serde_json::Value) -> jsonschema::Validator";
+        let found: Vec<String> = foreign_types(listing)
+            .into_iter()
+            .map(|(root, _)| root)
+            .collect();
+        assert_eq!(found, ["rmcp", "jsonschema"]);
     }
 }

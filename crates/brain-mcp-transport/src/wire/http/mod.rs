@@ -6,7 +6,7 @@
 //!   bounded by the budget), and past it the stream fails and the call is told;
 //! - a call's progress notifications are routed to it from its own response stream, in
 //!   wire order, before the result is handed to rmcp;
-//! - the call ID is put on the wire as `progressToken` (see `calls.rs`);
+//! - the call ID is put on the wire as `progressToken` (see `call_state.rs`);
 //! - what happened to a call's POST (not written, HTTP status, broken stream) is recorded
 //!   for error classification;
 //! - the standalone GET stream is refused unless asked for (a one-call session has no
@@ -14,7 +14,6 @@
 //! - the session ID is tracked, so the session can be deleted even when rmcp cannot;
 //! - every request ends when the transport's lifetime token is cancelled, so a hung
 //!   server cannot keep a worker task alive.
-
 //!
 //! `mod.rs` holds the backend and what every request shares (sending within the
 //! transport's lifetime, headers, bounded bodies); `post.rs` the POST of a message,
@@ -415,5 +414,62 @@ impl StreamableHttpClient for HttpBackend {
     ) -> Result<BoxStream<'static, std::result::Result<Sse, SseError>>> {
         self.stream(uri, session_id, last_event_id, auth_header, custom_headers)
             .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Read as _;
+
+    use super::*;
+
+    /// What a test server does with its listener.
+    type Server = fn(std::net::TcpListener);
+
+    /// Whether a request that fails against `server` counts as provably unsent; `None`: a
+    /// port where nothing listens (bound, then closed before the request).
+    async fn unsent_when(server: Option<Server>) -> bool {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        let thread = match server {
+            Some(server) => Some(std::thread::spawn(move || server(listener))),
+            None => {
+                drop(listener);
+                None
+            }
+        };
+        let client = super::config::pooled_client(true).unwrap();
+        let error = client
+            .post(&url)
+            .body("{}")
+            .send()
+            .await
+            .expect_err("the server answers nothing");
+        if let Some(thread) = thread {
+            thread.join().unwrap();
+        }
+        provably_unsent(&error)
+    }
+
+    #[tokio::test]
+    async fn only_a_request_that_never_left_is_provably_unsent() {
+        // (what the server does, provably unsent)
+        let cases: [(&str, Option<Server>, bool); 2] = [
+            // Nothing listens: no connection, nothing written.
+            ("refused", None, true),
+            // The request was read, then the connection closed without an answer.
+            (
+                "read, then closed",
+                Some(|listener| {
+                    let (mut stream, _) = listener.accept().unwrap();
+                    let mut request = [0u8; 1024];
+                    let _ = stream.read(&mut request).unwrap();
+                }),
+                false,
+            ),
+        ];
+        for (what, server, unsent) in cases {
+            assert_eq!(unsent_when(server).await, unsent, "{what}");
+        }
     }
 }
