@@ -57,6 +57,9 @@ pub struct ResourceState {
     pub resource: Mutex<Option<String>>,
     /// Text the tool answers with (default: `ok`).
     pub answer: Mutex<Option<String>>,
+    /// Set: the token of the next `tools/call` expires just before it arrives (after the
+    /// handshake that carried it): it is revoked, and the call refused with a 401.
+    pub expire_at_call: std::sync::atomic::AtomicBool,
 }
 
 impl ResourceState {
@@ -176,6 +179,12 @@ impl Respond for ResourceAnswers {
                 "result": {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}
             })),
             "tools/call" => {
+                if self.state.expire_at_call.swap(false, Ordering::SeqCst) {
+                    if let Some(token) = &token {
+                        self.state.revoke(token);
+                    }
+                    return self.challenge();
+                }
                 if let Some(needed) = lock(&self.state.call_scope).clone()
                     && !scopes.contains(&needed)
                 {

@@ -268,6 +268,43 @@ async fn client_credentials_step_up_to_the_union_of_scopes() {
     assert_eq!(setup.tool_calls_run(), 1, "the call ran once");
 }
 
+/// The token expires during the call: the handshake (or, 2026-07-28, the discovery) went
+/// with it, then the server refuses the `tools/call` with 401. That request was not run,
+/// so it goes once more with a new token, and the tool runs once.
+#[tokio::test]
+async fn a_token_that_expires_during_the_call_is_renewed_and_the_call_sent_once_more() {
+    for era in [EraPreference::Legacy, EraPreference::Modern] {
+        let setup = Setup::start().await;
+        let client = client_with(setup.options().era(era));
+        let grant = Grant::ClientCredentials(client_credentials(None));
+        call_as(&client, &setup.url(), "acme", grant.clone(), json!({}))
+            .await
+            .unwrap_or_else(|error| panic!("{era:?}: {error}"));
+        let state = &setup.servers.resource.state;
+        state.expire_at_call.store(true, Ordering::SeqCst);
+        let outcome = call_as(&client, &setup.url(), "acme", grant, json!({})).await;
+        assert!(outcome.is_ok(), "{era:?}: {outcome:?}");
+        assert_eq!(setup.tool_calls_run(), 2, "{era:?}: each call ran once");
+        let calls = state.calls_seen();
+        assert_eq!(calls.len(), 3, "{era:?}: the refused call, then its resend");
+        assert_eq!(
+            calls[0].0, calls[1].0,
+            "{era:?}: the refused call had the old token"
+        );
+        assert_ne!(calls[1].0, calls[2].0, "{era:?}: the resend had a new one");
+        assert_eq!(
+            setup
+                .servers
+                .auth
+                .state
+                .token_requests("client_credentials")
+                .len(),
+            2,
+            "{era:?}: one new token"
+        );
+    }
+}
+
 #[tokio::test]
 async fn authorizations_per_call_are_bounded() {
     let setup = Setup::start().await;
