@@ -106,10 +106,12 @@ pub(crate) struct Clients {
 /// answer came (a pooled connection the server had closed, for one).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Resend {
-    /// A `tools/call`: only when it provably never left (no connection could be made, or
-    /// the client handed it back unsent), so at most once still holds.
+    /// A `tools/call` or an `initialize`: only when it provably never left (no
+    /// connection could be made, or the client handed it back unsent), so at most once
+    /// still holds, and a session the server opened is never left behind unknown.
     IfUnsent,
-    /// Anything else (a handshake, a listing, a resume, a `DELETE`): none runs a tool.
+    /// Anything else (a notification, a listing, a resume, a `DELETE`): none runs a tool
+    /// or opens a session.
     Once,
 }
 
@@ -206,6 +208,10 @@ impl HttpBackend {
         bound: Bound,
     ) -> Result<reqwest::Response> {
         let request = request.build().map_err(|_| {
+            // Claimed for sending, but nothing was written.
+            if let Some(call) = call {
+                call.mark_not_sent();
+            }
             self.failed(call, Failure::Build);
             StreamableHttpError::Client(HttpError::Build)
         })?;
@@ -229,6 +235,9 @@ impl HttpBackend {
             match again.filter(|_| resend) {
                 Some(request) => {
                     self.clients.resends.fetch_add(1, Ordering::Relaxed);
+                    if let Some(call) = call {
+                        call.mark_resent();
+                    }
                     self.clients.fresh.execute(request).await
                 }
                 None => Err(error),

@@ -87,7 +87,9 @@ impl HttpBackend {
         } else {
             Duration::ZERO
         };
-        let resend = if call.is_some() {
+        // A `tools/call` runs a tool and an `initialize` opens a session: sent again only
+        // when they provably never left.
+        let resend = if call.is_some() || initialize {
             Resend::IfUnsent
         } else {
             Resend::Once
