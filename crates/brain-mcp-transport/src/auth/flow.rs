@@ -408,12 +408,14 @@ impl Entry {
         if let Some(pinned) = grant.issuer()
             && metadata.issuer.as_deref() != Some(pinned)
         {
-            let found = metadata.issuer.as_deref().map_or_else(
-                || "one that names no issuer".to_owned(),
-                |issuer| one_line(issuer, 120),
-            );
+            // What the server named is not repeated: it is the server's text.
+            let found = if metadata.issuer.is_some() {
+                "names another issuer"
+            } else {
+                "names no issuer"
+            };
             return Err(failed(format!(
-                "the server's authorization server is {found}, not the pinned issuer {}",
+                "the server's authorization server {found}, not the pinned issuer {}",
                 one_line(pinned, 120)
             )));
         }

@@ -8,9 +8,10 @@
 //! issuer pin, then client credentials, a refresh or the authorization code flow, or an
 //! enterprise exchange) and the whole operation runs once more with the new token. A 401
 //! means the server refused the request before running it (`not_sent`), so a
-//! `tools/call` sent again after one is still sent at most once. A 403
+//! `tools/call` sent again after one is still sent at most once; the `tools/call`
+//! itself goes again at most once (a second refusal of it ends the call). A 403
 //! `insufficient_scope` steps up where the grant allows it. At most
-//! [`MAX_AUTHORIZATIONS`] authorizations per operation.
+//! [`MAX_AUTHORIZATIONS`] authorizations per operation (the handshake's included).
 //!
 //! What rmcp lacks, and is wrapped here: rmcp's constructors that build their own HTTP
 //! client panic in this build (no process-wide TLS provider), so every OAuth request
@@ -295,6 +296,7 @@ impl Auth {
             }
         };
         let mut authorizations = 0;
+        let mut call_refused = false;
         loop {
             let error = match attempt(token.clone().map(Credentials)).await {
                 Ok(value) => return Ok(value),
@@ -307,17 +309,26 @@ impl Auth {
             if challenge.status == 403 && !insufficient_scope {
                 return Err(error);
             }
+            // A refused `tools/call` was not run, so it may go once more with a new
+            // token: once, never a third time.
+            // Scopes in messages are the server's text: the grant's secrets are hidden.
+            if error.refused_the_call() {
+                if call_refused {
+                    let error = refused_again(&run.authorization.grant, challenge.status, &scopes);
+                    return Err(hiding(error, token.as_ref()));
+                }
+                call_refused = true;
+            }
             if authorizations == MAX_AUTHORIZATIONS {
-                return Err(exhausted(
-                    &run.authorization.grant,
-                    challenge.status,
-                    &scopes,
-                ));
+                let error = exhausted(&run.authorization.grant, challenge.status, &scopes);
+                return Err(hiding(error, token.as_ref()));
             }
             authorizations += 1;
             let login = run.login && authorizations == 1;
-            token =
-                Some(bounded(&run, entry.react(&ctx, &challenge, token.as_ref(), login)).await?);
+            let renewed = bounded(&run, entry.react(&ctx, &challenge, token.as_ref(), login))
+                .await
+                .map_err(|error| hiding(error, token.as_ref()))?;
+            token = Some(renewed);
         }
     }
 
@@ -392,6 +403,17 @@ impl Auth {
     }
 }
 
+/// The error with the token's secrets (the bearer, the refresh token, what the grant
+/// hides) taken out of its text.
+fn hiding(error: CallError, token: Option<&Token>) -> CallError {
+    match token {
+        Some(token) => error.hiding(&crate::secret::Redactor::new(
+            std::iter::once(token.bearer.expose()).chain(token.hidden.iter().map(Secret::expose)),
+        )),
+        None => error,
+    }
+}
+
 /// Waits for an authorization step within the operation's deadline and cancellation.
 async fn bounded<T>(
     run: &Run<'_>,
@@ -405,6 +427,24 @@ async fn bounded<T>(
         () = run.cancel.cancelled() => {
             Err(CallError::new(ErrorKind::Cancelled, Delivery::NotSent, "was cancelled"))
         }
+    }
+}
+
+/// The error when the server refused a call's `tools/call` a second time, after a new
+/// authorization: it is not sent a third time.
+fn refused_again(grant: &Grant, status: u16, scopes: &[String]) -> CallError {
+    match (status, grant) {
+        (403, Grant::AuthorizationCode(_)) => errors::required(format!(
+            "the server still needs more scope ({}) than the tenant granted",
+            crate::secret::one_line(&scopes.join(" "), 200)
+        )),
+        (403, _) => errors::failed(format!(
+            "the server refused the call again for want of scope ({}), after a step-up",
+            crate::secret::one_line(&scopes.join(" "), 200)
+        )),
+        _ => errors::failed(
+            "the server refused the call again with a new access token, so it is not sent a third time",
+        ),
     }
 }
 

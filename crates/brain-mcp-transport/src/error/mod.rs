@@ -22,6 +22,12 @@ pub struct CallError {
     /// The server refused the request for want of authorization (401, or 403 with a
     /// challenge): what the authorization layer reacts to.
     challenge: Option<Challenge>,
+    /// The refused request was the call's own `tools/call` (not its handshake): sending
+    /// it again after a new authorization is its one resend.
+    call_refused: bool,
+    /// The call's request already went a second time, on a fresh connection: it gets no
+    /// other resend.
+    resent: bool,
 }
 
 /// A server's refusal of a request for want of authorization: the status (401, or 403)
@@ -58,6 +64,8 @@ impl CallError {
             status: None,
             detail: detail.into(),
             challenge: None,
+            call_refused: false,
+            resent: false,
         }
     }
 
@@ -68,6 +76,8 @@ impl CallError {
             status: Some(status),
             detail: format!("the server answered HTTP {status}{}", status_hint(status)),
             challenge: None,
+            call_refused: false,
+            resent: false,
         }
     }
 
@@ -75,6 +85,29 @@ impl CallError {
     pub(crate) fn with_challenge(mut self, challenge: Option<Challenge>) -> Self {
         self.challenge = challenge;
         self
+    }
+
+    /// Notes that the call's request already had its one resend.
+    pub(crate) fn after_a_resend(mut self, resent: bool) -> Self {
+        self.resent = resent;
+        self
+    }
+
+    /// Whether the call's request already had its one resend (on a fresh connection).
+    pub(crate) fn was_resent(&self) -> bool {
+        self.resent
+    }
+
+    /// Marks the refusal as one of the call's own `tools/call`.
+    pub(crate) fn refusing_the_call(mut self) -> Self {
+        self.call_refused = true;
+        self
+    }
+
+    /// Whether the server refused the call's own `tools/call` (not its handshake) for
+    /// want of authorization.
+    pub(crate) fn refused_the_call(&self) -> bool {
+        self.call_refused && self.challenge().is_some()
     }
 
     /// The server's authorization challenge, when it refused the request for want of
@@ -103,6 +136,14 @@ impl CallError {
     /// A clause describing the failure, e.g. `the server answered HTTP 401 (unauthorized)`.
     pub fn detail(&self) -> &str {
         &self.detail
+    }
+
+    /// The error with these secrets taken out of its text.
+    pub(crate) fn hiding(mut self, redactor: &crate::secret::Redactor) -> Self {
+        if let std::borrow::Cow::Owned(hidden) = redactor.text(&self.detail) {
+            self.detail = hidden;
+        }
+        self
     }
 
     /// Adds what explains the failure (for example a stdio server's exit status).

@@ -46,6 +46,7 @@ async fn no_grant_secret_appears_in_logs_errors_results_or_debug() {
         .with_writer(move || writer.clone())
         .finish();
     let mut shown = Vec::new();
+    let mut enterprise_secrets: Vec<String> = Vec::new();
     {
         let _guard = tracing::subscriber::set_default(subscriber);
         tracing::info!("capture works");
@@ -97,6 +98,57 @@ async fn no_grant_secret_appears_in_logs_errors_results_or_debug() {
             crate::oauth_servers::RefreshAnswer::Revoked;
         let outcome = call_as(&setup.client(), &url, "umbrella", delegated(), json!({})).await;
         shown.push(format!("{outcome:?}"));
+        // Enterprise-managed: the tenant's identity token exchanged for an ID-JAG, then
+        // for an access token, with a server that echoes the identity token back.
+        let idp = crate::oauth_servers::IdentityProvider::start().await;
+        let enterprise_client = crate::support::client_with(
+            brain_mcp_transport::ClientOptions::default()
+                .credential_store(setup.store.clone())
+                .identity_tokens(Arc::new(crate::oauth::IdentityTokens)),
+        );
+        let enterprise = Grant::Enterprise(
+            brain_mcp_transport::EnterpriseGrant::new(
+                "ema-client",
+                idp.server.uri(),
+                format!("{}/token", idp.server.uri()),
+                "idp-client",
+            )
+            .client_secret(Some(Secret::new(CLIENT_SECRET))),
+        );
+        *lock(&setup.servers.auth.state.expires_in) = 3600;
+        *lock(&setup.servers.resource.state.answer) =
+            Some("your identity is idtoken-acme-0123456789".into());
+        let outcome = call_as(
+            &enterprise_client,
+            &url,
+            "acme",
+            enterprise.clone(),
+            json!({}),
+        )
+        .await;
+        assert!(outcome.is_ok(), "{outcome:?}");
+        shown.push(format!("{outcome:?} {enterprise:?} {enterprise_client:?}"));
+        *lock(&setup.servers.resource.state.answer) = None;
+        enterprise_secrets.push("idtoken-acme-0123456789".to_owned());
+        enterprise_secrets.extend(
+            setup
+                .servers
+                .auth
+                .state
+                .token_requests("urn:ietf:params:oauth:grant-type:jwt-bearer")
+                .iter()
+                .filter_map(|request| request.form.get("assertion").cloned()),
+        );
+        enterprise_secrets.extend(
+            setup
+                .servers
+                .resource
+                .state
+                .calls_seen()
+                .into_iter()
+                .filter_map(|(bearer, _)| bearer)
+                .filter(|bearer| bearer.starts_with("at-ema-")),
+        );
         let request = CallRequest::new(
             Endpoint::http(&url, None),
             "echo",
@@ -132,6 +184,13 @@ async fn no_grant_secret_appears_in_logs_errors_results_or_debug() {
         .collect();
     assert_eq!(assertions.len(), 1, "one assertion was signed");
     secrets.extend(assertions);
+    assert_eq!(
+        enterprise_secrets.len(),
+        3,
+        "the identity token, the ID-JAG and the access token: {}",
+        enterprise_secrets.len()
+    );
+    secrets.extend(enterprise_secrets);
     assert!(!lock(&state.authorizations).is_empty(), "a code was issued");
     for secret in &secrets {
         if let Some(line) = logs.lines().find(|line| line.contains(secret.as_str())) {
