@@ -52,6 +52,9 @@ pub(crate) struct CallState {
     /// exchanges).
     rounds: AtomicUsize,
     request: Mutex<Option<RequestId>>,
+    /// The request went a second time on a fresh connection (it provably never left the
+    /// first time): the one resend it may get.
+    resent: AtomicBool,
 }
 
 impl CallState {
@@ -64,6 +67,7 @@ impl CallState {
             overflowed: AtomicBool::new(false),
             overflow: Notify::new(),
             stage: AtomicU8::new(NOT_SENT),
+            resent: AtomicBool::new(false),
             failure: Mutex::new(None),
             resumes: AtomicUsize::new(0),
             rounds: AtomicUsize::new(0),
@@ -120,6 +124,16 @@ impl CallState {
             Ok(_) => true,
             Err(stage) => stage != ABANDONED,
         }
+    }
+
+    /// The request goes once more, on a fresh connection.
+    pub(crate) fn mark_resent(&self) {
+        self.resent.store(true, Ordering::Release);
+    }
+
+    /// Whether the request already had its one resend.
+    pub(crate) fn was_resent(&self) -> bool {
+        self.resent.load(Ordering::Acquire)
     }
 
     /// The request was written (stdio), or the server answered it (HTTP).

@@ -20,7 +20,7 @@ use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use self::{
     cache::{Cache, Known, ModernSlot, ServerKey},
-    pool::{Pool, PoolKey, Warm, WarmSettings},
+    pool::{Pool, PoolKey, Refill, Warm, WarmSettings},
 };
 use crate::{
     api::{
@@ -40,6 +40,9 @@ use crate::{
 
 /// Room over a call's budget for the JSON-RPC envelope of a stdio answer.
 const LINE_HEADROOM: usize = 64 * 1024;
+/// How long opening a warm context may take (in the background): a stdio server behind
+/// `npx` or `uvx` can take many seconds to start.
+const WARM_OPEN_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Options of an [`McpClient`]: `ClientOptions::default()`, then the setters.
 #[derive(Debug, Clone)]
@@ -293,7 +296,7 @@ impl McpClient {
         Ok(Self {
             inner: Arc::new(Inner {
                 cache: Cache::new(options.discovery_ttl, options.discovery_capacity),
-                pool: Pool::new(options.warm),
+                pool: Pool::new(options.warm, shared.shutdown.clone()),
                 sweeping: AtomicBool::new(false),
                 sweep_now: Arc::new(Notify::new()),
                 warm_served: AtomicUsize::new(0),
@@ -325,11 +328,15 @@ impl McpClient {
         let key = self.pool_key(&request)?;
         let outcome = self.call_on_a_context(&request, key.as_ref()).await;
         // One more warm context, once this call is over (so that starting it does not
-        // compete with the call), when the server's calls come often enough.
-        if let Some(key) = key
-            && self.inner.pool.note_call(&key)
+        // compete with the call), when the server's calls come often enough and this one
+        // reached it (a server that is down or refuses us gets no contexts opened).
+        let reached = outcome
+            .as_ref()
+            .map_or_else(|error| error.delivery() != Delivery::NotSent, |_| true);
+        if let Some(key) = key.filter(|_| reached)
+            && let Some(refill) = self.inner.pool.note_call(&key)
         {
-            self.refill(key, request.endpoint.clone());
+            self.refill(key, refill, request.endpoint.clone());
         }
         outcome
     }
@@ -348,6 +355,7 @@ impl McpClient {
                 // fresh context, once.
                 Err(error)
                     if error.delivery() == Delivery::NotSent
+                        && !error.was_resent()
                         && retry_cold(&error, &request.endpoint) => {}
                 outcome => return outcome,
             }
@@ -407,15 +415,15 @@ impl McpClient {
         })
     }
 
-    /// Opens one warm context for the pool, in the background (bounded by the close
-    /// timeout, and by the client's shutdown).
-    fn refill(&self, key: PoolKey, endpoint: Endpoint) {
+    /// Opens one warm context for the pool, in the background (bounded by
+    /// [`WARM_OPEN_TIMEOUT`], and ended by the client's shutdown).
+    fn refill(&self, key: PoolKey, refill: Refill, endpoint: Endpoint) {
         let client = self.clone();
         self.inner.shared.spawn_background(async move {
             let inner = &client.inner;
             let shared = &inner.shared;
-            let deadline = Instant::now() + shared.close_timeout.max(Duration::from_secs(10));
-            let cancel = shared.shutdown.child_token();
+            let deadline = Instant::now() + shared.close_timeout.max(WARM_OPEN_TIMEOUT);
+            let cancel = refill.cancel.clone();
             let budget = DEFAULT_DISCOVERY_BYTES;
             let opened = match &endpoint {
                 Endpoint::Stdio(stdio) => client
@@ -427,11 +435,11 @@ impl McpClient {
                     .map(Warm::Legacy),
             };
             match opened {
-                Ok(warm) => match inner.pool.put(&key, warm) {
+                Ok(warm) => match inner.pool.put(&key, &refill, warm) {
                     Some(unwanted) => client.close_warm(unwanted),
                     None => client.sweep_in_background(),
                 },
-                Err(_) => inner.pool.opened(&key),
+                Err(_) => inner.pool.opened(&key, &refill),
             }
         });
     }
@@ -450,15 +458,18 @@ impl McpClient {
             return;
         }
         let weak: Weak<Inner> = Arc::downgrade(&self.inner);
-        let every = self.inner.pool.sweep_every();
         let shutdown = self.inner.shared.shutdown.clone();
         let wake = Arc::clone(&self.inner.sweep_now);
         self.inner.shared.spawn_background(async move {
             loop {
+                let next = match weak.upgrade() {
+                    Some(inner) => inner.pool.next_sweep(),
+                    None => return,
+                };
                 // Between sweeps the task holds only a weak reference: a dropped client
                 // ends it (and its shutdown token closes what was warm).
                 tokio::select! {
-                    () = tokio::time::sleep(every) => {}
+                    () = tokio::time::sleep_until(next) => {}
                     () = wake.notified() => {}
                     () = shutdown.cancelled() => return,
                 }

@@ -13,14 +13,12 @@
 
 use std::{
     collections::{HashMap, VecDeque},
-    sync::{
-        Mutex, MutexGuard, PoisonError,
-        atomic::{AtomicBool, Ordering},
-    },
+    sync::{Mutex, MutexGuard, PoisonError},
     time::Duration,
 };
 
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use super::cache::ServerKey;
 use crate::{
@@ -56,10 +54,11 @@ pub(super) enum Warm {
 }
 
 impl Warm {
-    /// Whether it can still serve a call (a stdio server may have exited meanwhile).
+    /// Whether it can still serve a call (a stdio server may have exited meanwhile, a
+    /// session's transport may have ended).
     fn usable(&self) -> bool {
         match self {
-            Warm::Legacy(_) => true,
+            Warm::Legacy(session) => session.is_open(),
             Warm::Stdio(session) => !session.has_exited(),
         }
     }
@@ -81,9 +80,25 @@ struct Entry {
 /// The pool of one client.
 pub(super) struct Pool {
     settings: WarmSettings,
-    entries: Mutex<HashMap<PoolKey, Entry>>,
-    /// Set while the client shuts down: nothing is kept.
-    closed: AtomicBool,
+    state: Mutex<State>,
+    /// The client's shutdown token: refills end with it too.
+    parent: CancellationToken,
+}
+
+struct State {
+    entries: HashMap<PoolKey, Entry>,
+    /// Counts shutdowns: a context opened for an earlier generation is not kept.
+    generation: u64,
+    /// Set while the client shuts down: nothing is kept, nothing opened.
+    closed: bool,
+    /// Cancelled at shutdown: ends the refills under way.
+    refills: CancellationToken,
+}
+
+/// A refill the pool asked for: which generation it is for, and what ends it.
+pub(super) struct Refill {
+    generation: u64,
+    pub(super) cancel: CancellationToken,
 }
 
 impl std::fmt::Debug for Pool {
@@ -96,28 +111,33 @@ impl std::fmt::Debug for Pool {
 }
 
 impl Pool {
-    pub(super) fn new(settings: WarmSettings) -> Self {
+    pub(super) fn new(settings: WarmSettings, parent: CancellationToken) -> Self {
         Self {
             settings,
-            entries: Mutex::new(HashMap::new()),
-            closed: AtomicBool::new(false),
+            state: Mutex::new(State {
+                entries: HashMap::new(),
+                generation: 0,
+                closed: false,
+                refills: parent.child_token(),
+            }),
+            parent,
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<PoolKey, Entry>> {
-        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     pub(super) fn enabled(&self) -> bool {
-        self.settings.enabled && !self.closed.load(Ordering::Acquire)
+        self.settings.enabled && !self.lock().closed
     }
 
     /// A warm context for a call, if one is ready; `stale` receives the contexts found
     /// unusable or idle too long, to close.
     pub(super) fn take(&self, key: &PoolKey, stale: &mut Vec<Warm>) -> Option<Warm> {
         let now = Instant::now();
-        let mut entries = self.lock();
-        let entry = entries.get_mut(key)?;
+        let mut state = self.lock();
+        let entry = state.entries.get_mut(key)?;
         while let Some(idle) = entry.idle.pop_front() {
             if now.duration_since(idle.since) < self.settings.idle && idle.context.usable() {
                 return Some(idle.context);
@@ -127,39 +147,53 @@ impl Pool {
         None
     }
 
-    /// Notes a call to the server; true when one more context should be opened for it
+    /// Notes a call to the server; `Some` when one more context should be opened for it
     /// now (its calls come closer together than the idle bound, and the bounds allow).
     /// The caller then opens one and hands it to [`Pool::put`] (or [`Pool::opened`]
     /// when it could not).
-    pub(super) fn note_call(&self, key: &PoolKey) -> bool {
-        if !self.enabled() {
-            return false;
+    pub(super) fn note_call(&self, key: &PoolKey) -> Option<Refill> {
+        if !self.settings.enabled {
+            return None;
         }
         let now = Instant::now();
-        let mut entries = self.lock();
-        let total: usize = entries.values().map(|e| e.idle.len() + e.opening).sum();
-        let entry = entries.entry(key.clone()).or_default();
+        let mut state = self.lock();
+        if state.closed {
+            return None;
+        }
+        let total: usize = state
+            .entries
+            .values()
+            .map(|e| e.idle.len() + e.opening)
+            .sum();
+        let refill = Refill {
+            generation: state.generation,
+            cancel: state.refills.clone(),
+        };
+        let entry = state.entries.entry(key.clone()).or_default();
         let frequent = entry
             .last_call
             .is_some_and(|last| now.duration_since(last) < self.settings.idle);
         entry.last_call = Some(now);
         let room = entry.idle.len() + entry.opening < self.settings.per_server
             && total < self.settings.total;
-        if frequent && room {
+        (frequent && room).then(|| {
             entry.opening += 1;
-            true
-        } else {
-            false
-        }
+            refill
+        })
     }
 
     /// A context opened for the pool is ready; returns it when it is not wanted after
-    /// all (the pool is off or full), to close.
-    pub(super) fn put(&self, key: &PoolKey, context: Warm) -> Option<Warm> {
-        let mut entries = self.lock();
-        let entry = entries.entry(key.clone()).or_default();
+    /// all (the pool is off, full, or was shut down since the refill began), to close.
+    pub(super) fn put(&self, key: &PoolKey, refill: &Refill, context: Warm) -> Option<Warm> {
+        let mut state = self.lock();
+        if state.closed || state.generation != refill.generation {
+            return Some(context);
+        }
+        let Some(entry) = state.entries.get_mut(key) else {
+            return Some(context);
+        };
         entry.opening = entry.opening.saturating_sub(1);
-        if entry.idle.len() >= self.settings.per_server || self.closed.load(Ordering::Acquire) {
+        if entry.idle.len() >= self.settings.per_server {
             return Some(context);
         }
         entry.idle.push_back(Idle {
@@ -170,8 +204,12 @@ impl Pool {
     }
 
     /// A context being opened for the pool could not be.
-    pub(super) fn opened(&self, key: &PoolKey) {
-        if let Some(entry) = self.lock().get_mut(key) {
+    pub(super) fn opened(&self, key: &PoolKey, refill: &Refill) {
+        let mut state = self.lock();
+        if state.generation != refill.generation {
+            return;
+        }
+        if let Some(entry) = state.entries.get_mut(key) {
             entry.opening = entry.opening.saturating_sub(1);
         }
     }
@@ -182,7 +220,8 @@ impl Pool {
         let now = Instant::now();
         let idle = self.settings.idle;
         let mut stale = Vec::new();
-        let mut entries = self.lock();
+        let mut state = self.lock();
+        let entries = &mut state.entries;
         for entry in entries.values_mut() {
             let (keep, expired): (VecDeque<Idle>, VecDeque<Idle>) = entry
                 .idle
@@ -201,11 +240,17 @@ impl Pool {
         stale
     }
 
-    /// Shutdown: from now on nothing is kept (a context still being opened is handed
-    /// back by `put`); returns every idle context, to close.
+    /// Shutdown: from now on nothing is kept, and the refills under way are cancelled (a
+    /// context one of them still opens is handed back by `put`, whatever happens later);
+    /// returns every idle context, to close.
     pub(super) fn close(&self) -> Vec<Warm> {
-        self.closed.store(true, Ordering::Release);
-        self.lock()
+        let mut state = self.lock();
+        state.closed = true;
+        state.generation += 1;
+        state.refills.cancel();
+        state.refills = self.parent.child_token();
+        state
+            .entries
             .drain()
             .flat_map(|(_, entry)| entry.idle.into_iter().map(|warm| warm.context))
             .collect()
@@ -213,22 +258,38 @@ impl Pool {
 
     /// After shutdown: contexts are kept again.
     pub(super) fn reopen(&self) {
-        self.closed.store(false, Ordering::Release);
+        self.lock().closed = false;
     }
 
     /// Warm contexts waiting for a call.
     pub(super) fn idle_count(&self) -> usize {
-        self.lock().values().map(|entry| entry.idle.len()).sum()
+        self.lock()
+            .entries
+            .values()
+            .map(|entry| entry.idle.len())
+            .sum()
     }
 
     /// Whether anything is warm, being opened, or recently called (the sweeper runs
     /// while this is true).
     pub(super) fn is_active(&self) -> bool {
-        !self.lock().is_empty()
+        !self.lock().entries.is_empty()
     }
 
-    /// How long the sweeper waits between sweeps.
-    pub(super) fn sweep_every(&self) -> Duration {
-        (self.settings.idle / 2).max(Duration::from_millis(50))
+    /// When the sweeper should look next: when the oldest idle context reaches the idle
+    /// bound (so none is held much past it), and at least every idle bound (to forget
+    /// servers no longer called).
+    pub(super) fn next_sweep(&self) -> Instant {
+        let idle = self.settings.idle;
+        let now = Instant::now();
+        let expiry = self
+            .lock()
+            .entries
+            .values()
+            .flat_map(|entry| entry.idle.iter().map(|warm| warm.since + idle))
+            .min();
+        let next = expiry.map_or(now + idle, |at| at.min(now + idle));
+        // Never a busy loop.
+        next.max(now + Duration::from_millis(10))
     }
 }

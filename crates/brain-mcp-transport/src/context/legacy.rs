@@ -49,6 +49,11 @@ impl Session {
         &self.peer
     }
 
+    /// Whether the session can still carry a call (its rmcp worker still runs).
+    pub(crate) fn is_open(&self) -> bool {
+        !self.peer.is_transport_closed()
+    }
+
     pub(crate) fn registry(&self) -> &Arc<Registry> {
         &self.registry
     }

@@ -245,7 +245,10 @@ pub(crate) async fn call(
                 let detail = session.explain(&request.endpoint).await;
                 error = error.with_detail_suffix(&detail);
             }
-            (Err(error), cancel_reason(&stop))
+            (
+                Err(error.after_a_resend(state.was_resent())),
+                cancel_reason(&stop),
+            )
         }
     };
     finishing.finish(abandoned);
