@@ -49,6 +49,9 @@ pub(crate) struct Process {
     exit: watch::Receiver<Exit>,
     /// Ends the stderr drain: a descendant that left the group may hold the pipe.
     closed: CancellationToken,
+    /// Tells the reaper, which owns the child, to kill it (where there are no process
+    /// groups, this is the only kill; on Unix the group's SIGKILL comes first).
+    kill: CancellationToken,
     killed: bool,
 }
 
@@ -117,8 +120,16 @@ impl Process {
         // happens, whatever holds the pipes.
         let (exited, exit) = watch::channel(Exit::Running);
         let reaped = Arc::clone(alive);
+        let kill = CancellationToken::new();
+        let killing = kill.clone();
         tasks.spawn(async move {
-            let status = child.wait().await.ok();
+            let status = tokio::select! {
+                status = child.wait() => status.ok(),
+                () = killing.cancelled() => {
+                    let _ = child.start_kill();
+                    child.wait().await.ok()
+                }
+            };
             reaped.fetch_sub(1, Ordering::Relaxed);
             let _ = exited.send(Exit::Exited(status));
         });
@@ -129,6 +140,7 @@ impl Process {
             stderr,
             exit,
             closed,
+            kill,
             killed: false,
         })
     }
@@ -185,7 +197,8 @@ impl Process {
         }
     }
 
-    /// SIGKILL to the whole process group (the child and what it started in its group).
+    /// SIGKILL to the whole process group (the child and what it started in its group);
+    /// without process groups (not Unix), the child alone is killed.
     fn kill_group(&mut self) {
         self.killed = true;
         #[cfg(unix)]
@@ -196,6 +209,7 @@ impl Process {
         {
             let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
         }
+        self.kill.cancel();
     }
 
     /// Closes stdin (the server sees EOF), waits up to `grace` for the child, then kills

@@ -249,6 +249,17 @@ impl StdioTransport {
     }
 }
 
+/// Whether a line that is no JSON-RPC message rmcp reads is a response (`result` or
+/// `error`) whose `id` is missing or null.
+fn is_an_answer_without_id(text: &str) -> bool {
+    let Ok(serde_json::Value::Object(message)) = serde_json::from_str(text) else {
+        return false;
+    };
+    (message.contains_key("result") || message.contains_key("error"))
+        && !message.contains_key("method")
+        && message.get("id").is_none_or(serde_json::Value::is_null)
+}
+
 impl Transport<RoleClient> for StdioTransport {
     type Error = io::Error;
 
@@ -344,6 +355,13 @@ impl Transport<RoleClient> for StdioTransport {
                     }
                 };
             let Ok(message) = serde_json::from_str::<RxJsonRpcMessage<RoleClient>>(&text) else {
+                // An answer without a request id (a parse error's `"id": null`) answers
+                // the one request a process ever has outstanding: waiting for another
+                // would only meet the deadline.
+                if is_an_answer_without_id(&text) {
+                    self.record(Failure::Protocol("an answer without a request id"));
+                    return None;
+                }
                 continue;
             };
             if tools > 0 || matches!(&message, JsonRpcMessage::Response(_)) {
@@ -367,6 +385,37 @@ impl Transport<RoleClient> for StdioTransport {
         async move {
             drop(writer.lock().await.take());
             Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_an_answer_without_id;
+
+    #[test]
+    fn answers_without_an_id_are_told_apart() {
+        let cases = [
+            (
+                r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}"#,
+                true,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"bad"}}"#,
+                true,
+            ),
+            (r#"{"jsonrpc":"2.0","result":{}}"#, true),
+            // A notification, an answer with an id, and what is not JSON-RPC at all.
+            (
+                r#"{"jsonrpc":"2.0","method":"notifications/message","params":{}}"#,
+                false,
+            ),
+            (r#"{"jsonrpc":"2.0","id":3,"result":{}}"#, false),
+            ("not json", false),
+            ("[1, 2]", false),
+        ];
+        for (line, expected) in cases {
+            assert_eq!(is_an_answer_without_id(line), expected, "{line}");
         }
     }
 }
