@@ -20,58 +20,132 @@ const ORDER: &[&str] = &[
     "client",
 ];
 
-/// The top-level module a source file belongs to (`src/wire/http/post.rs` -> `wire`).
-fn module_of(relative: &Path) -> Option<String> {
-    let first = relative.components().next()?.as_os_str().to_str()?;
-    let name = first.strip_suffix(".rs").unwrap_or(first);
-    (name != "lib").then(|| name.to_owned())
+/// The module path of a source file: `src/wire/http/post.rs` -> `[wire, http, post]`,
+/// `src/wire/http/mod.rs` -> `[wire, http]`.
+fn module_path(relative: &Path) -> Vec<String> {
+    let mut path: Vec<String> = relative
+        .iter()
+        .filter_map(|part| part.to_str())
+        .map(|part| part.strip_suffix(".rs").unwrap_or(part).to_owned())
+        .collect();
+    if path
+        .last()
+        .is_some_and(|last| last == "mod" || last == "lib")
+    {
+        path.pop();
+    }
+    path
 }
 
-/// Every top-level module named after `crate::` in the source, grouped imports included
-/// (`use crate::{a::b, c};`).
-fn uses(source: &str) -> Vec<String> {
+/// The names re-exported at the crate root, and the module each comes from
+/// (`pub use client::{ClientOptions, McpClient};` -> `ClientOptions` -> `client`).
+fn root_exports(lib: &str) -> BTreeMap<String, String> {
+    let mut exports = BTreeMap::new();
+    for statement in lib.split(';') {
+        let Some(at) = statement.find("pub use ") else {
+            continue;
+        };
+        let statement = &statement[at + "pub use ".len()..];
+        let Some((module, rest)) = statement.split_once("::") else {
+            continue;
+        };
+        let names = rest.trim().trim_start_matches('{').trim_end_matches('}');
+        for name in names.split(',') {
+            let name = name.rsplit("::").next().unwrap_or_default().trim();
+            if !name.is_empty() {
+                exports.insert(name.to_owned(), module.trim().to_owned());
+            }
+        }
+    }
+    exports
+}
+
+/// Every path into the crate that the source names, as the first name after the crate
+/// root: `crate::a::b` and `use crate::{a::b, c}` give `a` and `c`; `super::` paths
+/// that climb to the crate root (from a file `depth` modules deep) count too.
+fn uses(source: &str, depth: usize) -> Vec<Used> {
     let mut found = Vec::new();
     let mut rest = source;
-    while let Some(at) = rest.find("crate::") {
-        rest = &rest[at + "crate::".len()..];
-        if let Some(group) = rest.strip_prefix('{') {
-            // The top-level names of a group: depth-1 items before `::`, `,` or `}`.
-            let mut depth = 1;
-            let mut item = String::new();
-            for c in group.chars() {
-                match c {
-                    '{' => depth += 1,
-                    '}' | ',' if depth == 1 => {
-                        push_name(&item, &mut found);
-                        item.clear();
-                        if c == '}' {
-                            break;
-                        }
-                        continue;
-                    }
-                    '}' => depth -= 1,
-                    _ => {}
-                }
-                if depth == 1 {
-                    item.push(c);
-                }
-            }
-        } else {
-            push_name(rest, &mut found);
+    loop {
+        let crate_at = rest.find("crate::");
+        let super_at = rest.find("super::");
+        let (at, absolute) = match (crate_at, super_at) {
+            (Some(c), Some(s)) if s < c => (s, false),
+            (Some(c), _) => (c, true),
+            (None, Some(s)) => (s, false),
+            (None, None) => break,
+        };
+        let before = rest[..at].chars().next_back();
+        rest = &rest[at..];
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '$') {
+            // `$crate::`, `my_crate::`: not ours.
+            rest = &rest[1..];
+            continue;
         }
+        let reaches_root = if absolute {
+            rest = &rest["crate::".len()..];
+            true
+        } else {
+            let mut climbs = 0;
+            while let Some(after) = rest.strip_prefix("super::") {
+                climbs += 1;
+                rest = after;
+            }
+            climbs >= depth
+        };
+        if !reaches_root {
+            continue;
+        }
+        let names = match rest.strip_prefix('{') {
+            Some(group) => group_names(group),
+            None => name_of(rest).into_iter().collect(),
+        };
+        found.extend(names.into_iter().map(|name| Used { name, absolute }));
     }
     found
 }
 
-fn push_name(text: &str, found: &mut Vec<String>) {
+/// A name the source reaches from the crate root.
+#[derive(Debug, PartialEq, Eq)]
+struct Used {
+    name: String,
+    /// Through `crate::` (so it must be a module or a root re-export), not `super::`.
+    absolute: bool,
+}
+
+/// The top-level names of a `{...}` group: depth-1 items before `::`, `,` or `}`.
+fn group_names(group: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut depth = 1;
+    let mut item = String::new();
+    for c in group.chars() {
+        match c {
+            '{' => depth += 1,
+            '}' | ',' if depth == 1 => {
+                names.extend(name_of(&item));
+                item.clear();
+                if c == '}' {
+                    break;
+                }
+                continue;
+            }
+            '}' => depth -= 1,
+            _ => {}
+        }
+        if depth == 1 {
+            item.push(c);
+        }
+    }
+    names
+}
+
+fn name_of(text: &str) -> Option<String> {
     let name: String = text
         .trim_start()
         .chars()
         .take_while(|c| c.is_alphanumeric() || *c == '_')
         .collect();
-    if !name.is_empty() {
-        found.push(name);
-    }
+    (!name.is_empty() && name != "self").then_some(name)
 }
 
 fn sources(dir: &Path, root: &Path, out: &mut Vec<(std::path::PathBuf, String)>) {
@@ -91,27 +165,47 @@ fn modules_depend_one_way_lowest_first() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
     sources(&root, &root, &mut files);
+    let lib = std::fs::read_to_string(root.join("lib.rs")).unwrap();
+    let exports = root_exports(&lib);
     let rank = |name: &str| ORDER.iter().position(|layer| *layer == name);
     let mut graph: BTreeMap<String, std::collections::BTreeSet<String>> = BTreeMap::new();
     let mut wrong = Vec::new();
     for (file, source) in &files {
-        let Some(module) = module_of(file) else {
-            continue;
+        let path = module_path(file);
+        let Some(module) = path.first().cloned() else {
+            continue; // lib.rs
         };
         let own = rank(&module)
             .unwrap_or_else(|| panic!("{}: module {module} is in no layer", file.display()));
-        for used in uses(source) {
-            let Some(theirs) = rank(&used) else {
-                continue; // `crate::JsonObject` and other re-exports at the root
+        for used in uses(source, path.len()) {
+            // A module, or a name re-exported at the root from one.
+            let Some(used_module) = rank(&used.name)
+                .map(|_| used.name.clone())
+                .or_else(|| exports.get(&used.name).cloned())
+            else {
+                // `super::` from an inline module (`mod tests`) may name a local item.
+                assert!(
+                    !used.absolute,
+                    "{}: crate::{} is neither a module nor a root re-export",
+                    file.display(),
+                    used.name
+                );
+                continue;
             };
-            if used != module {
+            let theirs = rank(&used_module)
+                .unwrap_or_else(|| panic!("{}: {used_module} is in no layer", file.display()));
+            if used_module != module {
                 graph
                     .entry(module.clone())
                     .or_default()
-                    .insert(used.clone());
+                    .insert(used_module.clone());
             }
             if theirs > own {
-                wrong.push(format!("{} ({module}) uses {used}", file.display()));
+                wrong.push(format!(
+                    "{} ({module}) uses {} ({used_module})",
+                    file.display(),
+                    used.name
+                ));
             }
         }
     }
@@ -127,10 +221,34 @@ fn modules_depend_one_way_lowest_first() {
             "{layer} is used by no module"
         );
     }
+    eprintln!("the module graph (what each module uses):");
+    for (module, used) in &graph {
+        let used: Vec<&str> = used.iter().map(String::as_str).collect();
+        eprintln!("  {module}: {}", used.join(", "));
+    }
 }
 
 #[test]
-fn the_use_parser_reads_groups_and_paths() {
+fn the_use_parser_reads_groups_paths_supers_and_reexports() {
+    let names = |source: &str, depth| -> Vec<String> {
+        uses(source, depth)
+            .into_iter()
+            .map(|used| used.name)
+            .collect()
+    };
     let source = "use crate::{\n    api::{CallRequest, Era},\n    error::CallError,\n    secret,\n};\nlet x = crate::wire::http::X;";
-    assert_eq!(uses(source), ["api", "error", "secret", "wire"]);
+    assert_eq!(names(source, 1), ["api", "error", "secret", "wire"]);
+    // From `src/context/legacy.rs` (depth 2): one `super` stays in `context`, two reach
+    // the root; from `src/context/mod.rs` (depth 1), one does.
+    let source = "use super::Shared; use super::super::client::McpClient;";
+    assert_eq!(names(source, 2), ["client"]);
+    assert_eq!(names(source, 1), ["Shared", "client"]);
+    assert_eq!(names("use super::{client, api::X};", 1), ["client", "api"]);
+    // A root re-export names its module.
+    let exports =
+        root_exports("pub use client::{ClientOptions, McpClient};\npub use secret::Secret;");
+    assert_eq!(exports["McpClient"], "client");
+    assert_eq!(exports["Secret"], "secret");
+    // Not ours.
+    assert!(names("$crate::x; my_crate::y;", 1).is_empty());
 }
