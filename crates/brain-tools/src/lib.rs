@@ -32,7 +32,7 @@
 //! let (events, mut rx) = tokio::sync::mpsc::unbounded_channel();
 //! let scope = CallScope::new("local", "s1", "c1");
 //! let result = host.call(&scope, "search", serde_json::json!({"query": "rust"}), Default::default(), &events).await;
-//! println!("{}", brain_tools_events::ToolEvent::Result(result).to_json_line());
+//! println!("{}", brain_tools::ToolEvent::Result(result).to_json_line());
 //! # Ok(()) }
 //! ```
 
@@ -63,6 +63,7 @@ pub use brain_tools_events::{
     CallHeader, ContentBlock, Delivery, ErrorKind, McpResult, ProgressEvent, ResultEvent,
     ToolError, ToolEvent,
 };
+pub use brain_tools_policy::PolicyError;
 pub use tokio::time::Instant;
 pub use tokio_util::sync::CancellationToken;
 
