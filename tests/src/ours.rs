@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use anyhow::Context as _;
 use brain_mcp_testkit::{Counters, Era as ServerEra, ServerOptions, TestServer};
 use brain_mcp_transport::{ClientOptions, Era, McpClient};
 use brain_tools_events::{Delivery, ErrorKind};
@@ -203,24 +204,44 @@ async fn run(client: &McpClient, server: &Server, kit: &Kit, report: &mut Report
         .await;
     report
         .check("cancel", async {
+            // A call that runs until cancelled, cancelled once its first progress shows
+            // the server has it (no clock decides when the call went out).
             let cancel = CancellationToken::new();
-            let trigger = cancel.clone();
-            tokio::spawn(async move {
-                tokio::time::sleep(Duration::from_millis(300)).await;
-                trigger.cancel();
-            });
-            let started = Instant::now();
-            let name = bound.name_of("hang")?.to_owned();
-            let called = bound
-                .call_binding("cancel-1", &name, json!({}), cancel)
+            let cancelled_at = std::sync::Mutex::new(None);
+            let sink = |event: brain_tools::ToolEvent| {
+                if matches!(event, brain_tools::ToolEvent::Progress(_)) {
+                    cancelled_at
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .get_or_insert_with(Instant::now);
+                    cancel.cancel();
+                }
+            };
+            let name = bound.name_of("progress")?.to_owned();
+            let scope = brain_tools::CallScope::new(TENANT, "conformance-session", "cancel-1");
+            let arguments = json!({"steps": 100_000, "delay_ms": 50});
+            let result = bound
+                .host
+                .call(&scope, &name, arguments, cancel.clone(), &sink)
                 .await;
-            let elapsed = started.elapsed();
+            let elapsed = cancelled_at
+                .into_inner()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .context("the call ended before any progress")?
+                .elapsed();
+            let called = bindings::Called {
+                result,
+                events: Vec::new(),
+            };
             let note = expect_error(&called, ErrorKind::Cancelled, Delivery::Unknown)?;
             anyhow::ensure!(
                 elapsed < Duration::from_secs(3),
-                "cancelling took {elapsed:?}"
+                "the result came {elapsed:?} after the cancel"
             );
-            Ok(format!("{note} after {} ms", elapsed.as_millis()))
+            Ok(format!(
+                "{note}, {} ms after the cancel",
+                elapsed.as_millis()
+            ))
         })
         .await;
     report

@@ -1,6 +1,7 @@
 //! Reliability: the fault matrix, leak accounting, the secrets check and a short soak.
 
 mod leaks;
+mod listing;
 mod matrix;
 mod reconnect;
 mod scripted;

@@ -37,7 +37,8 @@ struct Row {
     era: &'static str,
     binding: Value,
     arguments: Value,
-    cancel_after: Option<Duration>,
+    /// The caller cancels once the first progress shows the server has the call.
+    cancel_on_progress: bool,
     expect: Option<(ErrorKind, Delivery)>,
     /// Also accepted: this kind with delivery `unknown` (a race the row cannot fix).
     or_kind: Option<ErrorKind>,
@@ -46,8 +47,8 @@ struct Row {
 }
 
 impl Row {
-    fn cancel_after(mut self, after: Duration) -> Self {
-        self.cancel_after = Some(after);
+    fn cancel_on_progress(mut self) -> Self {
+        self.cancel_on_progress = true;
         self
     }
 
@@ -76,7 +77,7 @@ fn row(
         era,
         binding,
         arguments,
-        cancel_after: None,
+        cancel_on_progress: false,
         expect,
         or_kind: None,
         contains: None,
@@ -223,7 +224,9 @@ struct Fixtures {
     redirecting: wiremock::MockServer,
     pidfile: PathBuf,
     setsid_pidfile: PathBuf,
+    setsid_dying_pidfile: PathBuf,
     env_file: PathBuf,
+    inherited_env_file: PathBuf,
 }
 
 /// A JSON-RPC result for a request id.
@@ -465,7 +468,9 @@ impl Fixtures {
             redirecting,
             pidfile: file("grandchild.pid"),
             setsid_pidfile: file("setsid.pid"),
+            setsid_dying_pidfile: file("setsid-dying.pid"),
             env_file: file("env"),
+            inherited_env_file: file("inherited-env"),
         }
     }
 
@@ -898,11 +903,11 @@ fn rows(fx: &Fixtures, servers: &Servers) -> Vec<Row> {
             "the caller cancels mid-call",
             "http",
             "legacy",
-            http(legacy, "hang"),
-            json!({}),
+            http(legacy, "progress"),
+            json!({"steps": 100_000, "delay_ms": 50}),
             e(Cancelled, Unknown),
         )
-        .cancel_after(Duration::from_millis(200)),
+        .cancel_on_progress(),
         row(
             "100,000 progress notifications and a 2 s timeout",
             "http",
@@ -940,11 +945,11 @@ fn rows(fx: &Fixtures, servers: &Servers) -> Vec<Row> {
             "the caller cancels mid-call",
             "http",
             "2026-07-28",
-            http(modern, "hang"),
-            json!({}),
+            http(modern, "progress"),
+            json!({"steps": 100_000, "delay_ms": 50}),
             e(Cancelled, Unknown),
         )
-        .cancel_after(Duration::from_millis(200)),
+        .cancel_on_progress(),
         row(
             "a command that does not exist",
             "stdio",
@@ -1019,10 +1024,47 @@ fn rows(fx: &Fixtures, servers: &Servers) -> Vec<Row> {
             None,
         ),
         row(
-            "sees only a minimal environment",
+            "exits mid-call while a setsid grandchild holds stdout and stderr",
             "stdio",
             "legacy",
-            stdio(&["--env-file", &path(&fx.env_file)], "echo"),
+            // The call ends when the server died, not when the pipes close (they never
+            // do while the grandchild sleeps): within the short deadline, as protocol.
+            with(
+                stdio(
+                    &[
+                        "--spawn-setsid-grandchild",
+                        &path(&fx.setsid_dying_pidfile),
+                        "--exit-mid-call",
+                    ],
+                    "echo",
+                ),
+                "timeout_seconds",
+                json!(SHORT),
+            ),
+            json!({"message": "x"}),
+            e(Protocol, Unknown),
+        ),
+        row(
+            "sees only a minimal environment and its binding's env",
+            "stdio",
+            "legacy",
+            {
+                let mut binding = stdio(&["--env-file", &path(&fx.env_file)], "echo");
+                binding["command"]["env"] = json!({"MATRIX_BINDING_VAR": "1"});
+                binding
+            },
+            json!({"message": "x"}),
+            None,
+        ),
+        row(
+            "inherits the host's environment when the binding opts in",
+            "stdio",
+            "legacy",
+            {
+                let mut binding = stdio(&["--env-file", &path(&fx.inherited_env_file)], "echo");
+                binding["command"]["inherit_env"] = json!(true);
+                binding
+            },
             json!({"message": "x"}),
             None,
         ),
@@ -1088,18 +1130,17 @@ async fn run_row(
     let before = calls_seen(servers);
     let scripted_before = fx.scripted_calls();
     let cancel = CancellationToken::new();
-    if let Some(after) = row.cancel_after {
-        let cancel = cancel.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(after).await;
+    let events = Mutex::new(Vec::new());
+    let sink = |event: ToolEvent| {
+        if row.cancel_on_progress && matches!(event, ToolEvent::Progress(_)) {
             cancel.cancel();
-        });
-    }
-    let sink = Mutex::new(Vec::new());
+        }
+        events.lock().unwrap().push(event);
+    };
     let started = Instant::now();
     let scope = CallScope::new("local", "matrix", format!("call-{i}"));
     let result = host
-        .call(&scope, &tool, row.arguments.clone(), cancel, &sink)
+        .call(&scope, &tool, row.arguments.clone(), cancel.clone(), &sink)
         .await;
     let elapsed = started.elapsed();
     let seen = outcome(&result);
@@ -1142,7 +1183,7 @@ async fn run_row(
             row.fault
         );
     }
-    let events = sink.into_inner().unwrap();
+    let events = events.into_inner().unwrap();
     assert_eq!(
         events.last(),
         Some(&ToolEvent::Result(result.clone())),
@@ -1301,17 +1342,44 @@ async fn check_cleanup(client: &McpClient, servers: &Servers, fx: &Fixtures) {
     );
     // It left the process group: not ours to reap, as docs/reliability.md says. It did not
     // hold the call (the row's deadline) or the client's tasks (the stats above).
-    let escaped = pid(&fx.setsid_pidfile);
-    let _ = std::process::Command::new("kill")
-        .arg(escaped.to_string())
-        .status();
-    let environment = std::fs::read_to_string(&fx.env_file).unwrap();
-    let _ = std::fs::remove_file(&fx.env_file);
-    let names: Vec<&str> = environment.lines().collect();
-    assert!(names.contains(&"PATH"), "{names:?}");
+    for file in [&fx.setsid_pidfile, &fx.setsid_dying_pidfile] {
+        let escaped = pid(file);
+        let _ = std::process::Command::new("kill")
+            .arg(escaped.to_string())
+            .status();
+    }
+    // The test process runs with cargo's `CARGO_MANIFEST_DIR` (and whatever else its
+    // environment holds): a stdio server sees it only when its binding opts in.
+    assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some());
+    let names_in = |file: &PathBuf| -> Vec<String> {
+        let environment = std::fs::read_to_string(file).unwrap();
+        let _ = std::fs::remove_file(file);
+        environment.lines().map(str::to_owned).collect()
+    };
+    let names = names_in(&fx.env_file);
+    assert!(names.iter().any(|name| name == "PATH"), "{names:?}");
     assert!(
-        !names.contains(&"CARGO_MANIFEST_DIR") && !names.contains(&"MATRIX_TOKEN"),
-        "the host's environment stayed out: {names:?}"
+        names.iter().any(|name| name == "MATRIX_BINDING_VAR"),
+        "the binding's env arrived: {names:?}"
+    );
+    let host_only: Vec<String> = std::env::vars_os()
+        .filter_map(|(name, _)| name.into_string().ok())
+        .filter(|name| {
+            !["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"].contains(&name.as_str())
+        })
+        .collect();
+    let leaked: Vec<&String> = names
+        .iter()
+        .filter(|name| host_only.contains(name))
+        .collect();
+    assert!(
+        leaked.is_empty(),
+        "the host's environment stayed out, but the server saw {leaked:?}"
+    );
+    let inherited = names_in(&fx.inherited_env_file);
+    assert!(
+        inherited.iter().any(|name| name == "CARGO_MANIFEST_DIR"),
+        "inherit_env passes the host's environment: {inherited:?}"
     );
 }
 

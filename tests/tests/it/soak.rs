@@ -22,7 +22,7 @@ use wiremock::ResponseTemplate;
 use crate::{
     leaks::{assert_fds_settle, children, client_fds, rss_kib, settle},
     matrix::{Servers, build_testkit},
-    scripted::Scripted,
+    scripted::{Body as _, Scripted},
 };
 
 const CONCURRENCY: usize = 64;
@@ -65,9 +65,12 @@ fn expected(tool: &str) -> &'static str {
         "refused" => "connect",
         "cancelled_legacy" | "cancelled_modern" => "cancelled",
         // Hostile servers: one echoes the token back (the result carries it hidden), one
-        // answers with a notification, one with a result that is not one.
+        // answers with a notification, one with a result that is not one, one with only a
+        // 202, one with an SSE event id that cannot be sent back before the stream ends,
+        // one with more content blocks than a result may hold.
         "echoed" => "ok",
-        "not_an_answer" | "not_a_result" => "protocol",
+        "not_an_answer" | "not_a_result" | "accepted_only" | "bad_event_id" => "protocol",
+        "many_blocks" => "output_too_large",
         _ => "?",
     }
 }
@@ -106,6 +109,21 @@ async fn soak() {
     let not_a_result = Scripted::start_quiet(Arc::new(|request| {
         ResponseTemplate::new(200)
             .set_body_json(json!({"jsonrpc": "2.0", "id": request["id"], "result": "x"}))
+    }))
+    .await;
+    let accepted_only = Scripted::start_quiet(Arc::new(|_| ResponseTemplate::new(202))).await;
+    let bad_event_id = Scripted::start_quiet(Arc::new(|_| {
+        ResponseTemplate::new(200)
+            .set_event_stream("id: ev\u{1}\u{7f}\u{1b}[31m\nretry: 10\ndata: \n\n")
+    }))
+    .await;
+    let many_blocks = Scripted::start_quiet(Arc::new(|request| {
+        let blocks: Vec<Value> = (0..2_000)
+            .map(|_| json!({"type": "text", "text": "x"}))
+            .collect();
+        ResponseTemplate::new(200).set_body_json(
+            json!({"jsonrpc": "2.0", "id": request["id"], "result": {"content": blocks}}),
+        )
     }))
     .await;
     let binding = |name: &str, server: Value, tool: &str| {
@@ -152,6 +170,9 @@ async fn soak() {
         ),
         binding("not_an_answer", url(not_an_answer.url()), "echo"),
         binding("not_a_result", url(not_a_result.url()), "echo"),
+        binding("accepted_only", url(accepted_only.url()), "echo"),
+        binding("bad_event_id", url(bad_event_id.url()), "echo"),
+        binding("many_blocks", url(many_blocks.url()), "echo"),
         binding("cancelled_legacy", url(legacy_url.clone()), "sleep"),
         binding("cancelled_modern", url(modern_url.clone()), "sleep"),
     ];
@@ -196,7 +217,7 @@ async fn soak() {
                 let roll = dice.roll(100);
                 let (tool, arguments, cancel_after) = match roll {
                     0..5 => {
-                        const FAULTS: [&str; 9] = [
+                        const FAULTS: [&str; 12] = [
                             "unauthorized",
                             "garbled",
                             "dropped",
@@ -206,6 +227,9 @@ async fn soak() {
                             "echoed",
                             "not_an_answer",
                             "not_a_result",
+                            "accepted_only",
+                            "bad_event_id",
+                            "many_blocks",
                         ];
                         let tool = FAULTS[dice.roll(FAULTS.len() as u64) as usize];
                         let arguments = match tool {
@@ -296,7 +320,8 @@ async fn soak() {
                     .lock()
                     .unwrap()
                     .entry(match tool {
-                        "echoed" | "not_an_answer" | "not_a_result" => tool,
+                        "echoed" | "not_an_answer" | "not_a_result" | "accepted_only"
+                        | "bad_event_id" | "many_blocks" => tool,
                         _ if kind == "ok" => "ok",
                         _ => expected(tool),
                     })
