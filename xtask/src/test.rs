@@ -4,15 +4,17 @@
 //! 2. `cargo clippy --workspace --all-targets -- -D warnings`
 //! 3. the dependency direction (`cargo tree`), an invariant of `docs/ARCHITECTURE.md`
 //! 4. the public API of the library crates against `xtask/api/` (`cargo xtask api`)
-//! 5. `cargo package` of the published crates, verification included, and what they hold
-//! 6. the testkit binaries (tests of other crates spawn them)
-//! 7. the pinned peers in `target/peers/` (some tests start server-everything)
-//! 8. the workspace's tests (`cargo nextest run` when installed, else `cargo test`)
-//! 9. `cargo xtask conformance`
+//! 5. semver: each published crate against its last release on crates.io, with
+//!    `cargo semver-checks`, once it has one (until then the listing of step 4 is the review)
+//! 6. `cargo package` of the published crates, verification included, and what they hold
+//! 7. the testkit binaries (tests of other crates spawn them)
+//! 8. the pinned peers in `target/peers/` (some tests start server-everything)
+//! 9. the workspace's tests (`cargo nextest run` when installed, else `cargo test`)
+//! 10. `cargo xtask conformance`
 //!
 //! Every step runs even when an earlier one failed, so one run shows every problem.
-//! `--step NAME` (repeatable) runs only the named steps: fmt, clippy, deps, api, package,
-//! testkit, peers, tests, conformance.
+//! `--step NAME` (repeatable) runs only the named steps: fmt, clippy, deps, api, semver,
+//! package, testkit, peers, tests, conformance.
 
 use std::{collections::BTreeSet, time::Instant};
 
@@ -28,6 +30,7 @@ const STEPS: &[Step] = &[
     ("clippy", clippy),
     ("deps", dependency_direction),
     ("api", || api::run(&[])),
+    ("semver", semver),
     ("package", package),
     ("testkit", testkit_binaries),
     // Some tests start the real peers (server-everything): install them first.
@@ -219,6 +222,44 @@ fn package() -> anyhow::Result<()> {
         eprintln!("{name} {version}: {:.1} KiB packaged", size as f64 / 1024.0);
     }
     Ok(())
+}
+
+/// Each published crate against its last release: `cargo info` asks the registry (its
+/// index, which a mirror serves too) for the newest version; a crate with one is checked
+/// by `cargo semver-checks` against it (installed on first use), which says whether the
+/// version in `Cargo.toml` is bumped enough for the change. A crate never released has
+/// nothing to compare with: its public API is reviewed through `xtask/api/` (step `api`).
+fn semver() -> anyhow::Result<()> {
+    let mut released = Vec::new();
+    for name in PUBLISHED {
+        let output = util::cargo()
+            .args(["info", "--quiet", name])
+            .current_dir(std::env::temp_dir())
+            .output()
+            .with_context(|| format!("cargo info {name}"))?;
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        if output.status.success() {
+            released.push(*name);
+        } else if stderr.contains("could not find") {
+            eprintln!(
+                "{name}: no release on the registry yet: its API is reviewed through xtask/api/{name}.txt"
+            );
+        } else {
+            anyhow::bail!("cargo info {name} failed: {}", stderr.trim());
+        }
+    }
+    if released.is_empty() {
+        return Ok(());
+    }
+    if !util::works("cargo", &["semver-checks", "--version"]) {
+        util::run(util::cargo().args(["install", "--locked", "cargo-semver-checks"]))?;
+    }
+    let mut command = util::cargo();
+    command.args(["semver-checks", "check-release"]);
+    for name in released {
+        command.args(["-p", name]);
+    }
+    util::run(&mut command)
 }
 
 fn testkit_binaries() -> anyhow::Result<()> {
