@@ -36,6 +36,7 @@ pub(crate) const REDIRECT_URI: &str = "http://localhost:3000/callback";
 /// The variables the `auth` objects name; their values come from the context.
 const CLIENT_SECRET: &str = "CONFORMANCE_CLIENT_SECRET";
 const PRIVATE_KEY: &str = "CONFORMANCE_PRIVATE_KEY";
+const WORKLOAD_TOKEN: &str = "CONFORMANCE_WORKLOAD_TOKEN";
 
 /// What a host holds for a protected server.
 #[derive(Debug, Clone)]
@@ -113,6 +114,14 @@ pub(crate) fn for_scenario(
                 "idp_issuer": field("idp_issuer")?,
                 "idp_token_endpoint": field("idp_token_endpoint")?,
                 "idp_client_id": field("idp_client_id")?,
+            })
+        }
+        "auth/wif-jwt-bearer" => {
+            secrets.insert(WORKLOAD_TOKEN.to_owned(), field("valid_jwt")?);
+            json!({
+                "type": "workload_identity",
+                "assertion_env": WORKLOAD_TOKEN,
+                "client_id": field("client_id")?,
             })
         }
         "auth/pre-registration" => {
@@ -236,6 +245,13 @@ mod tests {
             .unwrap();
         assert!(matches!(host.auth, McpAuth::OAuth(ref auth)
             if auth.client_id_metadata_url.as_deref() == Some(CLIENT_METADATA_URL)));
+        let context = json!({"client_id": "workload", "valid_jwt": "eyJ.e30.sig"});
+        let host = for_scenario("auth/wif-jwt-bearer", Some(&context))
+            .unwrap()
+            .unwrap();
+        assert!(matches!(host.auth, McpAuth::WorkloadIdentity(ref auth)
+            if auth.client_id.as_deref() == Some("workload")));
+        assert_eq!(host.read(WORKLOAD_TOKEN).as_deref(), Some("eyJ.e30.sig"));
         assert!(for_scenario("auth/client-credentials-basic", None).is_err());
         assert!(for_scenario("tools_call", None).unwrap().is_none());
     }

@@ -451,8 +451,18 @@ impl Respond for Token {
                     },
                 }
             }
+            // An assertion that says it is invalid is refused, as an expired or forged
+            // one would be.
+            Some("urn:ietf:params:oauth:grant-type:jwt-bearer")
+                if form
+                    .get("assertion")
+                    .is_some_and(|assertion| assertion.starts_with("invalid")) =>
+            {
+                oauth_error(400, "invalid_grant")
+            }
             Some("urn:ietf:params:oauth:grant-type:jwt-bearer") => {
-                // Enterprise-managed: the ID-JAG becomes an access token (no refresh token).
+                // Enterprise-managed (an ID-JAG) or a workload identity: the assertion
+                // becomes an access token (no refresh token).
                 let n = state.issued.fetch_add(1, Ordering::SeqCst);
                 let access = format!("at-ema-{n}-0123456789abcdef");
                 state.resource.accept(&access, Vec::new());

@@ -72,6 +72,7 @@ pub use error::{CallError, Delivery, ErrorKind};
 pub use grant::{
     Authorization, AuthorizationCodeGrant, ClientAuthentication, ClientCredentialsGrant,
     DEFAULT_REDIRECT_URI, EnterpriseGrant, Grant, SecretMethod, SigningAlgorithm,
+    WorkloadIdentityGrant,
 };
 pub use progress::{PROGRESS_QUEUE, Progress, ProgressReceiver, ProgressSender, progress_channel};
 pub use secret::Secret;

@@ -20,6 +20,10 @@ pub enum McpAuth {
     /// identity token is exchanged at the identity provider for an ID-JAG, then at the MCP
     /// authorization server for an access token.
     Enterprise(EnterpriseAuth),
+    /// `"type": "workload_identity"`: the host's workload identity (a JWT its platform
+    /// issues, such as a Kubernetes service account token) exchanged for an access token
+    /// with the JWT bearer grant (RFC 7523); no user or tenant grant is involved.
+    WorkloadIdentity(WorkloadIdentityAuth),
 }
 
 impl McpAuth {
@@ -29,6 +33,7 @@ impl McpAuth {
             McpAuth::ClientCredentials(_) => "client_credentials",
             McpAuth::OAuth(_) => "oauth",
             McpAuth::Enterprise(_) => "enterprise",
+            McpAuth::WorkloadIdentity(_) => "workload_identity",
         }
     }
 
@@ -38,6 +43,7 @@ impl McpAuth {
             McpAuth::ClientCredentials(auth) => auth.issuer.as_deref(),
             McpAuth::OAuth(auth) => auth.issuer.as_deref(),
             McpAuth::Enterprise(auth) => auth.issuer.as_deref(),
+            McpAuth::WorkloadIdentity(auth) => auth.issuer.as_deref(),
         }
     }
 
@@ -47,6 +53,7 @@ impl McpAuth {
             McpAuth::ClientCredentials(auth) => &auth.scopes,
             McpAuth::OAuth(auth) => &auth.scopes,
             McpAuth::Enterprise(auth) => &auth.scopes,
+            McpAuth::WorkloadIdentity(auth) => &auth.scopes,
         }
     }
 }
@@ -112,6 +119,34 @@ impl OAuthAuth {
     /// A delegated grant with every field unset.
     pub fn new() -> Self {
         Self::default()
+    }
+}
+
+/// `"type": "workload_identity"`: a workload identity token exchanged for an access
+/// token (the JWT bearer grant, RFC 7523).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WorkloadIdentityAuth {
+    /// The variable that holds the workload's identity token (a JWT whose audience is the
+    /// authorization server); read at every token request, so a rotated token is used.
+    pub assertion_env: String,
+    /// The client's identifier at the authorization server, if it wants one.
+    pub client_id: Option<String>,
+    /// The scopes to request; empty: the ones the server asks for.
+    pub scopes: Vec<String>,
+    /// The issuer the MCP server's authorization server must have.
+    pub issuer: Option<String>,
+}
+
+impl WorkloadIdentityAuth {
+    /// A workload identity whose token is in `assertion_env`, every other field unset.
+    pub fn new(assertion_env: impl Into<String>) -> Self {
+        Self {
+            assertion_env: assertion_env.into(),
+            client_id: None,
+            scopes: Vec::new(),
+            issuer: None,
+        }
     }
 }
 

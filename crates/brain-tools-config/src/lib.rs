@@ -41,7 +41,7 @@ mod serialize;
 
 pub use auth::{
     ClientCredentialsAuth, EnterpriseAuth, McpAuth, OAuthAuth, SigningAlgorithm,
-    TokenEndpointAuthMethod,
+    TokenEndpointAuthMethod, WorkloadIdentityAuth,
 };
 pub use binding::{
     DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_SECONDS, HostConfig, HttpTarget, JsonObject,

@@ -5,7 +5,7 @@
 use serde::{Serialize, Serializer, ser::SerializeMap};
 
 use crate::{
-    auth::{ClientCredentialsAuth, EnterpriseAuth, McpAuth, OAuthAuth},
+    auth::{ClientCredentialsAuth, EnterpriseAuth, McpAuth, OAuthAuth, WorkloadIdentityAuth},
     binding::{HostConfig, McpServer, StdioCommand, Target, ToolBinding},
 };
 
@@ -106,6 +106,7 @@ impl Serialize for McpAuth {
             McpAuth::ClientCredentials(auth) => client_credentials(&mut map, auth)?,
             McpAuth::OAuth(auth) => oauth(&mut map, auth)?,
             McpAuth::Enterprise(auth) => enterprise(&mut map, auth)?,
+            McpAuth::WorkloadIdentity(auth) => workload_identity(&mut map, auth)?,
         }
         map.end()
     }
@@ -156,6 +157,16 @@ fn enterprise<M: SerializeMap>(map: &mut M, auth: &EnterpriseAuth) -> Result<(),
         "idp_client_secret_env",
         auth.idp_client_secret_env.as_ref(),
     )?;
+    scopes(map, &auth.scopes)?;
+    entry_if(map, "issuer", auth.issuer.as_ref())
+}
+
+fn workload_identity<M: SerializeMap>(
+    map: &mut M,
+    auth: &WorkloadIdentityAuth,
+) -> Result<(), M::Error> {
+    map.serialize_entry("assertion_env", &auth.assertion_env)?;
+    entry_if(map, "client_id", auth.client_id.as_ref())?;
     scopes(map, &auth.scopes)?;
     entry_if(map, "issuer", auth.issuer.as_ref())
 }

@@ -5,6 +5,7 @@ use std::collections::HashSet;
 use brain_mcp_transport::{
     AuthorizationCodeGrant, ClientAuthentication, ClientCredentialsGrant, DiscoveredTool, Endpoint,
     EnterpriseGrant, Grant, Secret, SecretMethod, SigningAlgorithm, StdioEndpoint,
+    WorkloadIdentityGrant,
 };
 use brain_tools_config::{
     McpAuth, McpServer, McpTarget, SigningAlgorithm as ConfigAlgorithm, Target,
@@ -184,6 +185,16 @@ pub fn grant_of(
             .scopes(auth.scopes.iter().cloned());
             grant.issuer = auth.issuer.clone();
             Ok(Grant::Enterprise(grant))
+        }
+        McpAuth::WorkloadIdentity(auth) => {
+            let mut grant = WorkloadIdentityGrant::new(secret(
+                &auth.assertion_env,
+                "its workload identity token",
+            )?)
+            .scopes(auth.scopes.iter().cloned());
+            grant.client_id = auth.client_id.clone();
+            grant.issuer = auth.issuer.clone();
+            Ok(Grant::WorkloadIdentity(grant))
         }
         _ => Err(GrantError::Unsupported),
     }

@@ -57,7 +57,7 @@ pub use brain_mcp_transport::{
     GrantKey, GrantStatus, HostAuthError, HttpEndpoint, IdentityTokenProvider, MAX_AUTHORIZATIONS,
     McpClient, MemoryCredentialStore, PROGRESS_QUEUE, Progress, ProgressReceiver, ProgressSender,
     Secret, SecretMethod, ServerRequestPolicy, SigningAlgorithm, StdioEndpoint, StoreError,
-    StoredGrant, StoredGrantSummary, progress_channel,
+    StoredGrant, StoredGrantSummary, WorkloadIdentityGrant, progress_channel,
 };
 pub use brain_tools_events::{
     CallHeader, ContentBlock, Delivery, ErrorKind, McpResult, ProgressEvent, ResultEvent,

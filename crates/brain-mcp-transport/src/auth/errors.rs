@@ -44,6 +44,15 @@ fn with_code(phrase: &str, text: &str) -> String {
     }
 }
 
+/// A token endpoint refused a token request: its OAuth error code is named, nothing else
+/// of what it sent.
+pub(crate) fn token_refused(status: u16, body: &str) -> CallError {
+    failed(with_code(
+        &format!("the token endpoint refused the request with HTTP {status}"),
+        body,
+    ))
+}
+
 /// The error for one of rmcp's.
 pub(crate) fn from_auth(error: &AuthError) -> CallError {
     match error {

@@ -27,7 +27,7 @@ use tokio::time::Instant;
 use super::{
     AuthorizationPrompt, Authorizer, IdentityTokenProvider,
     adapter::{KeyedStore, last_saved},
-    errors::{failed, from_auth, from_ema, required},
+    errors::{failed, from_auth, from_ema, required, token_refused},
     http::{Issued, OAuthHttp},
     silenced,
     store::{CredentialStore, GrantKey, StoredGrant},
@@ -36,7 +36,7 @@ use crate::{
     error::{CallError, Challenge},
     grant::{
         AuthorizationCodeGrant, ClientAuthentication, ClientCredentialsGrant, DEFAULT_REDIRECT_URI,
-        EnterpriseGrant, Grant, SigningAlgorithm,
+        EnterpriseGrant, Grant, SigningAlgorithm, WorkloadIdentityGrant,
     },
     secret::{Secret, one_line},
 };
@@ -78,6 +78,19 @@ impl fmt::Debug for Token {
             .field("scopes", &self.scopes)
             .finish_non_exhaustive()
     }
+}
+
+/// The grant type of the JWT bearer grant (RFC 7523).
+const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+
+/// A token endpoint's answer to the JWT bearer grant (RFC 6749 §5.1).
+#[derive(serde::Deserialize)]
+struct JwtBearerAnswer {
+    access_token: String,
+    token_type: String,
+    expires_in: Option<u64>,
+    scope: Option<String>,
+    refresh_token: Option<String>,
 }
 
 impl Token {
@@ -502,6 +515,9 @@ impl Entry {
         match self.grant() {
             Grant::ClientCredentials(grant) => self.client_credentials(flight, &grant, more).await,
             Grant::Enterprise(grant) => self.enterprise(ctx, flight, &grant, more).await,
+            Grant::WorkloadIdentity(grant) => {
+                self.workload_identity(ctx, flight, &grant, more).await
+            }
             _ => Err(failed("the grant cannot be obtained without a user")),
         }
     }
@@ -654,6 +670,72 @@ impl Entry {
             token.expires_in,
             granted,
             hidden,
+        )
+    }
+
+    /// A token for a workload identity: the JWT bearer grant (RFC 7523) at the token
+    /// endpoint of the (pinned) authorization server, the workload's token as the
+    /// assertion, and the server as the resource (RFC 8707). rmcp has no such grant, so
+    /// the request is ours, through the same bounded client; a refusal is final (no other
+    /// grant is tried, nothing is sent again).
+    async fn workload_identity(
+        &self,
+        ctx: &Ctx<'_>,
+        flight: &mut Flight,
+        grant: &WorkloadIdentityGrant,
+        more: Vec<String>,
+    ) -> Result<Token, CallError> {
+        let (Some(manager), Some(metadata)) = (flight.manager.as_mut(), flight.metadata.clone())
+        else {
+            return Err(failed("the authorization metadata is unknown"));
+        };
+        let mut scopes = if grant.scopes.is_empty() {
+            let mut selected = manager.select_initial_scopes(&[]).await;
+            selected.retain(|scope| scope != "offline_access");
+            selected
+        } else {
+            grant.scopes.clone()
+        };
+        union(&mut scopes, more);
+        let scope = scopes.join(" ");
+        let mut form = vec![
+            ("grant_type", JWT_BEARER),
+            ("assertion", grant.assertion.expose()),
+            ("resource", self.url.as_str()),
+        ];
+        if let Some(client_id) = &grant.client_id {
+            form.push(("client_id", client_id));
+        }
+        if !scope.is_empty() {
+            form.push(("scope", &scope));
+        }
+        let noting = ctx.http.noting(Arc::clone(&self.retired));
+        let response = noting
+            .post_form(&metadata.token_endpoint, &form)
+            .await
+            .map_err(|error| failed(format!("the token request failed: {error}")))?;
+        let status = response.status();
+        let body = String::from_utf8_lossy(response.body());
+        if !status.is_success() {
+            return Err(token_refused(status.as_u16(), &body));
+        }
+        let answer: JwtBearerAnswer = serde_json::from_str(&body)
+            .map_err(|_| failed("the token endpoint answered with no usable token response"))?;
+        if !answer.token_type.eq_ignore_ascii_case("bearer") {
+            return Err(failed(
+                "the token endpoint issued a token of another type than Bearer",
+            ));
+        }
+        let granted = match answer.scope {
+            Some(granted) => granted.split_whitespace().map(str::to_owned).collect(),
+            None => scopes,
+        };
+        Token::new(
+            Secret::new(answer.access_token),
+            answer.refresh_token.map(Secret::new),
+            answer.expires_in.map(Duration::from_secs),
+            granted,
+            Grant::WorkloadIdentity(grant.clone()).secrets(),
         )
     }
 

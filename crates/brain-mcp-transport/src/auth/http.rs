@@ -129,6 +129,34 @@ impl OAuthHttp {
         }
     }
 
+    /// A form POST to a token endpoint, for a grant rmcp does not make (the JWT bearer
+    /// grant of a workload identity): bounded in time and size like every other, no
+    /// redirect followed, the tokens of its answer noted.
+    pub(crate) async fn post_form(
+        &self,
+        url: &str,
+        form: &[(&str, &str)],
+    ) -> Result<http::Response<Vec<u8>>, OAuthHttpError> {
+        let body = url::form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(form)
+            .finish();
+        let request = http::Request::post(url)
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .header(header::ACCEPT, "application/json")
+            .body(body.into_bytes())
+            .map_err(|_| OAuthHttpError::Build)?;
+        let response = tokio::time::timeout(
+            MAX_REQUEST_TIME,
+            self.send(request, OAuthHttpRedirectPolicy::Stop),
+        )
+        .await
+        .map_err(|_| OAuthHttpError::Timeout)??;
+        if let Some(issued) = &self.issued {
+            issued.note(response.body());
+        }
+        Ok(response)
+    }
+
     async fn send(
         &self,
         request: http::Request<Vec<u8>>,

@@ -910,3 +910,70 @@ async fn enterprise_managed_authorization_exchanges_the_identity_token() {
         .unwrap_err();
     assert_eq!(error.kind(), ErrorKind::AuthorizationRequired, "{error}");
 }
+
+/// A workload identity: the JWT bearer grant with the workload's token as the assertion,
+/// the server as the resource, no client authentication; a refused assertion is final.
+#[tokio::test]
+async fn a_workload_identity_is_exchanged_with_the_jwt_bearer_grant() {
+    let setup = Setup::start().await;
+    let grant = |assertion: &str| {
+        Grant::WorkloadIdentity(
+            brain_mcp_transport::WorkloadIdentityGrant::new(Secret::new(assertion))
+                .client_id("workload-1")
+                .issuer(setup.servers.issuer()),
+        )
+    };
+    let outcome = call_as(
+        &setup.client(),
+        &setup.url(),
+        "acme",
+        grant("eyJ.workload-token.sig"),
+        json!({}),
+    )
+    .await;
+    assert!(outcome.is_ok(), "{outcome:?}");
+    let requests = setup
+        .servers
+        .auth
+        .state
+        .token_requests("urn:ietf:params:oauth:grant-type:jwt-bearer");
+    assert_eq!(requests.len(), 1);
+    let form = &requests[0].form;
+    assert_eq!(form["assertion"], "eyJ.workload-token.sig");
+    assert_eq!(form["resource"], setup.url());
+    assert_eq!(form["client_id"], "workload-1");
+    assert_eq!(requests[0].basic, None, "no client authentication");
+    let bearers = setup.servers.resource.state.calls_seen();
+    assert!(bearers[0].0.as_deref().unwrap().starts_with("at-ema-"));
+    // A refused assertion: the call fails, and the request is not made again.
+    let fresh = Setup::start().await;
+    let error = call_as(
+        &fresh.client(),
+        &fresh.url(),
+        "acme",
+        Grant::WorkloadIdentity(brain_mcp_transport::WorkloadIdentityGrant::new(
+            Secret::new("invalid-expired"),
+        )),
+        json!({}),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        (error.kind(), error.delivery()),
+        (ErrorKind::AuthorizationFailed, Delivery::NotSent),
+        "{error}"
+    );
+    assert!(error.detail().contains("invalid_grant"), "{error}");
+    assert!(!error.detail().contains("invalid-expired"), "{error}");
+    assert_eq!(
+        fresh
+            .servers
+            .auth
+            .state
+            .token_requests("urn:ietf:params:oauth:grant-type:jwt-bearer")
+            .len(),
+        1,
+        "no retry after a refusal"
+    );
+    assert_eq!(fresh.tool_calls_run(), 0);
+}

@@ -149,6 +149,16 @@ async fn no_grant_secret_appears_in_logs_errors_results_or_debug() {
                 .filter_map(|(bearer, _)| bearer)
                 .filter(|bearer| bearer.starts_with("at-ema-")),
         );
+        // A workload identity whose server echoes the assertion back.
+        *lock(&setup.servers.resource.state.answer) =
+            Some("your workload is eyJ.wif-secret-0123456789.sig".into());
+        let workload = Grant::WorkloadIdentity(brain_mcp_transport::WorkloadIdentityGrant::new(
+            Secret::new("eyJ.wif-secret-0123456789.sig"),
+        ));
+        let outcome = call_as(&setup.client(), &url, "acme", workload.clone(), json!({})).await;
+        assert!(outcome.is_ok(), "{outcome:?}");
+        shown.push(format!("{outcome:?} {workload:?}"));
+        *lock(&setup.servers.resource.state.answer) = None;
         let request = CallRequest::new(
             Endpoint::http(&url, None),
             "echo",
@@ -169,6 +179,7 @@ async fn no_grant_secret_appears_in_logs_errors_results_or_debug() {
         secrets.push(format!("rt-{n}-0123456789abcdef"));
     }
     secrets.push("authcode-".to_owned());
+    secrets.push("wif-secret-0123456789".to_owned());
     // The private key, line by line (a PEM is never printed whole or in part), and the
     // assertion signed with it.
     secrets.extend(

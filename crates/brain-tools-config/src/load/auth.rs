@@ -10,12 +10,17 @@ use super::{ENV_NAME, Fields, Loader, has_user_info, suggest, type_name, without
 use crate::{
     auth::{
         ClientCredentialsAuth, EnterpriseAuth, McpAuth, OAuthAuth, SigningAlgorithm,
-        TokenEndpointAuthMethod,
+        TokenEndpointAuthMethod, WorkloadIdentityAuth,
     },
     error::{Problem, Warning, WarningKind},
 };
 
-const AUTH_TYPES: &[&str] = &["client_credentials", "oauth", "enterprise"];
+const AUTH_TYPES: &[&str] = &[
+    "client_credentials",
+    "oauth",
+    "enterprise",
+    "workload_identity",
+];
 
 /// The fields of each type, in the order they are printed.
 const CLIENT_CREDENTIALS_FIELDS: &[&str] = &[
@@ -49,6 +54,9 @@ const ENTERPRISE_FIELDS: &[&str] = &[
     "issuer",
 ];
 
+const WORKLOAD_IDENTITY_FIELDS: &[&str] =
+    &["type", "assertion_env", "client_id", "scopes", "issuer"];
+
 const METHODS: &[&str] = &[
     "client_secret_basic",
     "client_secret_post",
@@ -71,6 +79,7 @@ const INLINE_SECRETS: &[(&str, Option<&str>)] = &[
     ("password", None),
     ("secret", None),
     ("client_assertion", None),
+    ("assertion", Some("assertion_env")),
 ];
 
 /// What a URL in `auth` must look like, beyond absolute https.
@@ -112,6 +121,7 @@ impl Loader<'_> {
             Some("client_credentials") => Some(CLIENT_CREDENTIALS_FIELDS),
             Some("oauth") => Some(OAUTH_FIELDS),
             Some("enterprise") => Some(ENTERPRISE_FIELDS),
+            Some("workload_identity") => Some(WORKLOAD_IDENTITY_FIELDS),
             _ => None,
         };
         for key in object.keys() {
@@ -134,6 +144,7 @@ impl Loader<'_> {
                         object: match kind {
                             Some("client_credentials") => "a client_credentials auth",
                             Some("oauth") => "an oauth auth",
+                            Some("workload_identity") => "a workload_identity auth",
                             _ => "an enterprise auth",
                         },
                         suggestion: suggest(key, allowed),
@@ -147,6 +158,9 @@ impl Loader<'_> {
                 .client_credentials(&fields)
                 .map(McpAuth::ClientCredentials),
             "oauth" => self.oauth(&fields).map(McpAuth::OAuth),
+            "workload_identity" => self
+                .workload_identity(&fields)
+                .map(McpAuth::WorkloadIdentity),
             _ => self.enterprise(&fields).map(McpAuth::Enterprise),
         };
         if !fields.object.contains_key("issuer") {
@@ -172,7 +186,7 @@ impl Loader<'_> {
                     &path,
                     tool,
                     Problem::Missing {
-                        what: r#"the kind of authorization: "client_credentials", "oauth" or "enterprise""#,
+                        what: r#"the kind of authorization: "client_credentials", "oauth", "enterprise" or "workload_identity""#,
                     },
                 );
                 None
@@ -370,6 +384,33 @@ impl Loader<'_> {
             idp_token_endpoint: idp_token_endpoint?,
             idp_client_id: idp_client_id?,
             idp_client_secret_env: idp_client_secret_env?,
+            scopes: scopes?,
+            issuer: issuer?,
+        })
+    }
+
+    fn workload_identity(&mut self, fields: &Fields<'_>) -> Option<WorkloadIdentityAuth> {
+        let assertion_env = self.env_field(
+            fields,
+            "assertion_env",
+            "workload identity token",
+            "WORKLOAD_IDENTITY_TOKEN",
+        );
+        if !fields.object.contains_key("assertion_env") {
+            self.error(
+                &fields.at("assertion_env"),
+                fields.tool.as_deref(),
+                Problem::Missing {
+                    what: "assertion_env, the variable that holds the workload's identity token (a JWT for the authorization server)",
+                },
+            );
+        }
+        let client_id = self.non_empty_string(fields, "client_id");
+        let scopes = self.scopes(fields);
+        let issuer = self.auth_url(fields, "issuer", UrlRule::Issuer);
+        Some(WorkloadIdentityAuth {
+            assertion_env: assertion_env??,
+            client_id: client_id?,
             scopes: scopes?,
             issuer: issuer?,
         })

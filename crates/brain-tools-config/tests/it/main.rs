@@ -12,7 +12,12 @@ use brain_tools_config::HostConfig;
 pub(crate) fn is_set(name: &str) -> bool {
     matches!(
         name,
-        "SET_TOKEN" | "MCP_API_KEY" | "MCP_CLIENT_SECRET" | "MCP_PRIVATE_KEY" | "IDP_CLIENT_SECRET"
+        "SET_TOKEN"
+            | "MCP_API_KEY"
+            | "MCP_CLIENT_SECRET"
+            | "MCP_PRIVATE_KEY"
+            | "IDP_CLIENT_SECRET"
+            | "WORKLOAD_IDENTITY_TOKEN"
     )
 }
 
