@@ -326,29 +326,46 @@ impl McpClient {
         }
         let _in_flight = InFlight::new(&self.inner.calls_in_flight);
         let key = self.pool_key(&request)?;
-        let outcome = self.call_on_a_context(&request, key.as_ref()).await;
-        // One more warm context, once this call is over (so that starting it does not
-        // compete with the call), when the server's calls come often enough and this one
-        // reached it (a server that is down or refuses us gets no contexts opened).
+        let mut noted = false;
+        let outcome = self
+            .call_on_a_context(&request, key.as_ref(), &mut noted)
+            .await;
+        // Otherwise one more warm context once this call is over, when this call reached
+        // its server (a server that is down or refuses us gets no contexts opened).
         let reached = outcome
             .as_ref()
             .map_or_else(|error| error.delivery() != Delivery::NotSent, |_| true);
-        if let Some(key) = key.filter(|_| reached)
-            && let Some(refill) = self.inner.pool.note_call(&key)
-        {
-            self.refill(key, refill, request.endpoint.clone());
+        if let Some(key) = key.filter(|_| reached && !noted) {
+            self.note_and_refill(&key, &request.endpoint);
         }
         outcome
     }
 
-    /// The call on a warm context when one is ready, else on a fresh one.
+    /// Notes a call to the server, and opens one more warm context in the background
+    /// when its calls come often enough.
+    fn note_and_refill(&self, key: &PoolKey, endpoint: &Endpoint) {
+        if let Some(refill) = self.inner.pool.note_call(key) {
+            self.refill(key.clone(), refill, endpoint.clone());
+        }
+    }
+
+    /// The call on a warm context when one is ready, else on a fresh one. When an HTTP
+    /// call takes a warm session, the next one starts opening at once (`noted`): its
+    /// round trips overlap this call's, so a caller calling back to back over a network
+    /// finds it ready. A stdio server's next process starts after the result instead:
+    /// starting one is CPU, which would compete with this call.
     async fn call_on_a_context(
         &self,
         request: &CallRequest,
         key: Option<&PoolKey>,
+        noted: &mut bool,
     ) -> Result<CallOutcome, CallError> {
         let shared = &self.inner.shared;
         if let Some(warm) = key.and_then(|key| self.take_warm(key, request)) {
+            if let Some(key @ PoolKey::Http(_)) = key {
+                self.note_and_refill(key, &request.endpoint);
+                *noted = true;
+            }
             match context::call(shared, warm, request).await {
                 // A warm context the server no longer knows (an expired session, a
                 // process that died): the call was provably not run, so it moves to a
