@@ -687,6 +687,63 @@ mod tests {
         assert_eq!(cli.discover.tools, ["search", "fetch"]);
     }
 
+    /// Every long flag of every command may be written with one dash, and the rewrite
+    /// knows which take a value: a flag added later cannot be forgotten.
+    #[test]
+    fn the_single_dash_lists_are_clap_s_own_flags() {
+        fn walk(command: &clap::Command, flags: &mut Vec<(String, bool)>) {
+            for arg in command.get_arguments() {
+                if let Some(long) = arg.get_long() {
+                    let takes_value = arg.get_num_args().is_some_and(|n| n.takes_values())
+                        && !matches!(
+                            arg.get_action(),
+                            clap::ArgAction::SetTrue
+                                | clap::ArgAction::Count
+                                | clap::ArgAction::Help
+                                | clap::ArgAction::Version
+                        );
+                    flags.push((long.to_owned(), takes_value));
+                }
+            }
+            for sub in command.get_subcommands() {
+                walk(sub, flags);
+            }
+        }
+        let mut command = Cli::command();
+        command.build();
+        let mut flags = Vec::new();
+        walk(&command, &mut flags);
+        assert!(flags.len() > 20, "{flags:?}");
+        for (flag, takes_value) in flags {
+            assert!(
+                LONG_FLAGS.contains(&flag.as_str()),
+                "--{flag} cannot be written -{flag}"
+            );
+            assert_eq!(
+                TAKES_VALUE.contains(&flag.as_str()),
+                takes_value,
+                "--{flag}: whether it takes a value"
+            );
+        }
+        // The flags of this round, Go style, as a user types them.
+        let cli = parse(&[
+            "mcp-tools",
+            "-url",
+            "https://x/mcp",
+            "-tenant",
+            "local",
+            "-merge",
+            "host.json",
+            "-replace",
+            "-prefix",
+            "docs_",
+            "-models",
+            "openai,gemini",
+            "-strict",
+        ]);
+        assert!(cli.is_ok(), "{cli:?}");
+    }
+
     #[test]
     fn values_are_never_rewritten_and_tenants_repeat() {
         let args = normalize(strings(&[

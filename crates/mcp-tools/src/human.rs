@@ -199,7 +199,9 @@ fn kind_meaning(kind: ErrorKind) -> &'static str {
 /// What a delivery value means for trying again.
 fn delivery_meaning(delivery: Delivery) -> &'static str {
     match delivery {
-        Delivery::NotSent => "the request never reached the server: safe to retry",
+        Delivery::NotSent => {
+            "the tool did not run (the request never reached the server, or the server refused it before running it): safe to retry"
+        }
         Delivery::Unknown => {
             "the request may have reached the server, so the tool may have run: check before retrying"
         }

@@ -44,6 +44,53 @@ async fn progress_text_structured_content_and_a_tool_error() {
     insta::assert_snapshot!("unknown_tool", run.stdout);
 }
 
+/// Failures on the wire, through the real call path: what each says about retrying.
+#[tokio::test]
+async fn wire_failures_say_what_retrying_means() {
+    let server = server(Era::Legacy).await;
+    let refused = brain_mcp_testkit::RefusedPort::new().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let binding = |name: &str, url: String, tool: &str, timeout: u64| {
+        serde_json::json!({
+            "name": name, "url": url, "mcp_tool": tool, "tenants": ["local"],
+            "input_schema": {"type": "object"}, "timeout_seconds": timeout
+        })
+    };
+    let path = config(
+        &dir,
+        serde_json::json!([
+            binding("slow", server.url(), "sleep", 1),
+            binding(
+                "locked",
+                server.fault_url(brain_mcp_testkit::HttpFault::Status401),
+                "echo",
+                10
+            ),
+            binding("down", refused.url(), "echo", 10),
+        ]),
+    );
+    for (tool, args, name) in [
+        ("slow", r#"{"ms": 10000}"#, "timeout"),
+        ("locked", "{}", "http_status"),
+        ("down", "{}", "connect"),
+    ] {
+        let run = call(&path, tool, args, &[]).await;
+        assert_eq!(run.code, 1, "{tool}: a failed call is 1");
+        let shown = run
+            .stdout
+            .replace(&server.addr().to_string(), "127.0.0.1:PORT")
+            .replace(&refused.url(), "http://127.0.0.1:REFUSED/mcp")
+            .replace(
+                refused
+                    .url()
+                    .trim_end_matches("/mcp")
+                    .trim_start_matches("http://"),
+                "127.0.0.1:REFUSED",
+            );
+        insta::assert_snapshot!(name, shown);
+    }
+}
+
 #[tokio::test]
 async fn images_are_summarised_and_saved_with_save_dir() {
     let server = server(Era::Both).await;
