@@ -60,6 +60,9 @@ pub struct ResourceState {
     /// Set: the token of the next `tools/call` expires just before it arrives (after the
     /// handshake that carried it): it is revoked, and the call refused with a 401.
     pub expire_at_call: std::sync::atomic::AtomicBool,
+    /// Set: everything but `tools/call` is answered without a token (`server/discover`,
+    /// `initialize` and listings are open; only calls are protected).
+    pub open_handshake: std::sync::atomic::AtomicBool,
 }
 
 impl ResourceState {
@@ -149,7 +152,8 @@ impl Respond for ResourceAnswers {
         let scopes = token
             .as_ref()
             .and_then(|token| lock(&self.state.accepted).get(token).cloned());
-        let Some(scopes) = scopes else {
+        let open = method != "tools/call" && self.state.open_handshake.load(Ordering::SeqCst);
+        let Some(scopes) = scopes.or_else(|| open.then(Vec::new)) else {
             return self.challenge();
         };
         match method.as_str() {

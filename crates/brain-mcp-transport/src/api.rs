@@ -76,6 +76,23 @@ pub struct CallRequest {
     /// The tenant and OAuth grant whose token the call carries (HTTP servers only);
     /// `None`: the endpoint's bearer, if any.
     pub authorization: Option<Authorization>,
+    /// The one resend the call's `tools/call` may get, shared by every attempt of the
+    /// call (clones of the request share it).
+    pub(crate) resend: ResendBudget,
+}
+
+/// The one resend a call's `tools/call` may ever get, whichever layer uses it: on a fresh
+/// connection (it provably never left), on a fresh context (the warm one's session was
+/// gone), or with a new token (the server refused it for want of authorization). Each is
+/// a request the server did not run; together they are still one.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ResendBudget(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl ResendBudget {
+    /// Takes the resend: true when it was still there (and is now used).
+    pub(crate) fn take(&self) -> bool {
+        !self.0.swap(true, std::sync::atomic::Ordering::AcqRel)
+    }
 }
 
 impl CallRequest {
@@ -98,6 +115,7 @@ impl CallRequest {
             progress: None,
             param_headers: false,
             authorization: None,
+            resend: ResendBudget::default(),
         }
     }
 

@@ -22,6 +22,7 @@ use rmcp::model::{
 use tokio::sync::Notify;
 
 use crate::{
+    api::ResendBudget,
     error::classify::Failure,
     progress::{Progress, ProgressSender},
 };
@@ -52,9 +53,8 @@ pub(crate) struct CallState {
     /// exchanges).
     rounds: AtomicUsize,
     request: Mutex<Option<RequestId>>,
-    /// The request went a second time on a fresh connection (it provably never left the
-    /// first time): the one resend it may get.
-    resent: AtomicBool,
+    /// The one resend the call may get (shared with its other attempts).
+    resend: ResendBudget,
 }
 
 impl CallState {
@@ -67,7 +67,7 @@ impl CallState {
             overflowed: AtomicBool::new(false),
             overflow: Notify::new(),
             stage: AtomicU8::new(NOT_SENT),
-            resent: AtomicBool::new(false),
+            resend: ResendBudget::default(),
             failure: Mutex::new(None),
             resumes: AtomicUsize::new(0),
             rounds: AtomicUsize::new(0),
@@ -126,14 +126,15 @@ impl CallState {
         }
     }
 
-    /// The request goes once more, on a fresh connection.
-    pub(crate) fn mark_resent(&self) {
-        self.resent.store(true, Ordering::Release);
+    /// The call's resend budget is the request's (shared with its other attempts).
+    pub(crate) fn with_resend(mut self, resend: ResendBudget) -> Self {
+        self.resend = resend;
+        self
     }
 
-    /// Whether the request already had its one resend.
-    pub(crate) fn was_resent(&self) -> bool {
-        self.resent.load(Ordering::Acquire)
+    /// Takes the call's one resend: true when it was still there.
+    pub(crate) fn take_resend(&self) -> bool {
+        self.resend.take()
     }
 
     /// The request was written (stdio), or the server answered it (HTTP).

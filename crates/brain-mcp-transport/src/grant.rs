@@ -103,10 +103,12 @@ impl Grant {
                 "scopes": grant.scopes,
                 "issuer": grant.issuer,
             }),
-            // The assertion rotates (a platform token lives an hour or so): it is no part
-            // of the identity, so a rotated one keeps the grant's cached token.
+            // The assertion rotates (a platform token lives an hour or so), its subject
+            // does not: a rotated token keeps the grant's cached access token, another
+            // workload's never shares it.
             Grant::WorkloadIdentity(grant) => json!({
                 "type": "workload_identity",
+                "subject": workload_subject(grant.assertion.expose()),
                 "client_id": grant.client_id,
                 "scopes": grant.scopes,
                 "issuer": grant.issuer,
@@ -132,6 +134,40 @@ impl Grant {
             Grant::WorkloadIdentity(grant) => vec![grant.assertion.clone()],
         }
     }
+}
+
+/// Who a workload identity token names: its `iss` and `sub` claims (read, not verified:
+/// the authorization server verifies it), or, for a token that is not a JWT with them, a
+/// digest of the whole token (then each rotation is a new identity).
+fn workload_subject(assertion: &str) -> String {
+    let claims = jwt_claims(assertion);
+    let claim = |name: &str| {
+        claims
+            .as_ref()
+            .and_then(|claims| claims.get(name))
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_owned)
+    };
+    match (claim("iss"), claim("sub")) {
+        (Some(issuer), Some(subject)) => format!("{issuer} {subject}"),
+        _ => {
+            use sha2::{Digest, Sha256};
+            let digest = Sha256::digest(assertion.as_bytes());
+            digest.iter().map(|byte| format!("{byte:02x}")).collect()
+        }
+    }
+}
+
+/// The claims of a JWT, read without verifying it; `None` for what is not a JWT.
+pub(crate) fn jwt_claims(token: &str) -> Option<serde_json::Value> {
+    use base64::Engine as _;
+    let payload = token.split('.').nth(1)?;
+    let payload = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload.trim_end_matches('='))
+        .ok()?;
+    serde_json::from_slice::<serde_json::Value>(&payload)
+        .ok()
+        .filter(serde_json::Value::is_object)
 }
 
 /// The client credentials grant.
@@ -449,5 +485,34 @@ mod tests {
         assert_eq!(enterprise.secrets().len(), 2);
         let delegated = Grant::AuthorizationCode(AuthorizationCodeGrant::new().scopes(["a"]));
         assert_ne!(delegated.identity(), enterprise.identity());
+    }
+
+    fn jwt(claims: serde_json::Value) -> String {
+        use base64::Engine as _;
+        let part = |value: serde_json::Value| {
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(value.to_string())
+        };
+        format!("{}.{}.sig", part(json!({"alg": "ES256"})), part(claims))
+    }
+
+    #[test]
+    fn a_workload_is_known_by_its_subject_not_its_token() {
+        let identity = |token: &str| {
+            Grant::WorkloadIdentity(WorkloadIdentityGrant::new(Secret::new(token))).identity()
+        };
+        let first = jwt(json!({"iss": "https://idp", "sub": "workload-a", "exp": 1}));
+        let rotated = jwt(json!({"iss": "https://idp", "sub": "workload-a", "exp": 2}));
+        let other = jwt(json!({"iss": "https://idp", "sub": "workload-b", "exp": 1}));
+        assert_eq!(identity(&first), identity(&rotated), "a rotation keeps it");
+        assert_ne!(
+            identity(&first),
+            identity(&other),
+            "another workload is another"
+        );
+        assert_ne!(identity("opaque-1"), identity("opaque-2"));
+        assert!(
+            !identity("opaque-1").contains("opaque"),
+            "no token in the identity"
+        );
     }
 }

@@ -1028,18 +1028,14 @@ fn rows(fx: &Fixtures, servers: &Servers) -> Vec<Row> {
             "stdio",
             "legacy",
             // The call ends when the server died, not when the pipes close (they never
-            // do while the grandchild sleeps): within the short deadline, as protocol.
-            with(
-                stdio(
-                    &[
-                        "--spawn-setsid-grandchild",
-                        &path(&fx.setsid_dying_pidfile),
-                        "--exit-mid-call",
-                    ],
-                    "echo",
-                ),
-                "timeout_seconds",
-                json!(SHORT),
+            // do while the grandchild sleeps): as protocol, not as a timeout.
+            stdio(
+                &[
+                    "--spawn-setsid-grandchild",
+                    &path(&fx.setsid_dying_pidfile),
+                    "--exit-mid-call",
+                ],
+                "echo",
             ),
             json!({"message": "x"}),
             e(Protocol, Unknown),

@@ -80,6 +80,57 @@ impl fmt::Debug for Token {
     }
 }
 
+/// Where a workload identity token may go: a token endpoint over https (plain http only
+/// when it and the MCP server are both on loopback, as rmcp allows for client
+/// credentials), and, when the token names its audience, the authorization server it
+/// names (its issuer or token endpoint): a server cannot collect a workload's token for
+/// an authorization server of its own choosing.
+fn check_workload_destination(
+    assertion: &str,
+    token_endpoint: &str,
+    issuer: Option<&str>,
+    resource: &str,
+) -> Result<(), CallError> {
+    let loopback = |url: &str| {
+        reqwest::Url::parse(url)
+            .ok()
+            .is_some_and(|url| matches!(url.host_str(), Some("localhost" | "127.0.0.1" | "[::1]")))
+    };
+    let scheme_ok = match reqwest::Url::parse(token_endpoint) {
+        Ok(url) if url.scheme() == "https" => true,
+        Ok(url) if url.scheme() == "http" => loopback(token_endpoint) && loopback(resource),
+        _ => false,
+    };
+    if !scheme_ok {
+        return Err(failed(
+            "the authorization server's token endpoint is not https: the workload identity              token is not sent",
+        ));
+    }
+    let audiences: Vec<String> = match crate::grant::jwt_claims(assertion)
+        .as_ref()
+        .and_then(|claims| claims.get("aud"))
+    {
+        Some(serde_json::Value::String(audience)) => vec![audience.clone()],
+        Some(serde_json::Value::Array(audiences)) => audiences
+            .iter()
+            .filter_map(serde_json::Value::as_str)
+            .map(str::to_owned)
+            .collect(),
+        _ => return Ok(()),
+    };
+    let same = |a: &str, b: &str| a.trim_end_matches('/') == b.trim_end_matches('/');
+    let meant = audiences.iter().any(|audience| {
+        same(audience, token_endpoint) || issuer.is_some_and(|issuer| same(audience, issuer))
+    });
+    if meant {
+        Ok(())
+    } else {
+        Err(failed(
+            "the workload identity token is for another authorization server (its audience              names neither the server's issuer nor its token endpoint): it is not sent",
+        ))
+    }
+}
+
 /// The grant type of the JWT bearer grant (RFC 7523).
 const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 
@@ -88,9 +139,21 @@ const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 struct JwtBearerAnswer {
     access_token: String,
     token_type: String,
-    expires_in: Option<u64>,
+    /// A number, or (some servers) a string of one.
+    expires_in: Option<serde_json::Value>,
     scope: Option<String>,
     refresh_token: Option<String>,
+}
+
+impl JwtBearerAnswer {
+    fn lifetime(&self) -> Option<Duration> {
+        match self.expires_in.as_ref()? {
+            serde_json::Value::Number(seconds) => seconds.as_u64(),
+            serde_json::Value::String(seconds) => seconds.trim().parse().ok(),
+            _ => None,
+        }
+        .map(Duration::from_secs)
+    }
 }
 
 impl Token {
@@ -418,8 +481,13 @@ impl Entry {
             .map_err(|error| from_auth(&error))?;
         let metadata = resolution.metadata;
         let grant = self.grant();
+        // A trailing slash is no difference (rmcp's own issuer check ignores it too).
+        let same = |a: &str, b: &str| a.trim_end_matches('/') == b.trim_end_matches('/');
         if let Some(pinned) = grant.issuer()
-            && metadata.issuer.as_deref() != Some(pinned)
+            && !metadata
+                .issuer
+                .as_deref()
+                .is_some_and(|issuer| same(issuer, pinned))
         {
             // What the server named is not repeated: it is the server's text.
             let found = if metadata.issuer.is_some() {
@@ -697,6 +765,12 @@ impl Entry {
             grant.scopes.clone()
         };
         union(&mut scopes, more);
+        check_workload_destination(
+            grant.assertion.expose(),
+            &metadata.token_endpoint,
+            metadata.issuer.as_deref(),
+            &self.url,
+        )?;
         let scope = scopes.join(" ");
         let mut form = vec![
             ("grant_type", JWT_BEARER),
@@ -726,6 +800,7 @@ impl Entry {
                 "the token endpoint issued a token of another type than Bearer",
             ));
         }
+        let lifetime = answer.lifetime();
         let granted = match answer.scope {
             Some(granted) => granted.split_whitespace().map(str::to_owned).collect(),
             None => scopes,
@@ -733,7 +808,7 @@ impl Entry {
         Token::new(
             Secret::new(answer.access_token),
             answer.refresh_token.map(Secret::new),
-            answer.expires_in.map(Duration::from_secs),
+            lifetime,
             granted,
             Grant::WorkloadIdentity(grant.clone()).secrets(),
         )
@@ -1150,6 +1225,91 @@ fn jwt_algorithm(algorithm: SigningAlgorithm) -> JwtSigningAlgorithm {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_workload_token_goes_only_where_it_is_meant_to() {
+        use base64::Engine as _;
+        let jwt = |aud: serde_json::Value| {
+            let part = |value: serde_json::Value| {
+                base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(value.to_string())
+            };
+            format!(
+                "{}.{}.sig",
+                part(json!({"alg": "ES256"})),
+                part(json!({"aud": aud}))
+            )
+        };
+        let resource = "https://mcp.example.com/mcp";
+        // (assertion, token endpoint, issuer, resource, allowed)
+        let cases = [
+            (
+                jwt(json!("https://as.example.com")),
+                "https://as.example.com/token",
+                Some("https://as.example.com/"),
+                resource,
+                true,
+            ),
+            (
+                jwt(json!("https://as.example.com/token")),
+                "https://as.example.com/token",
+                None,
+                resource,
+                true,
+            ),
+            (
+                jwt(json!(["x", "https://as.example.com"])),
+                "https://as.example.com/token",
+                Some("https://as.example.com"),
+                resource,
+                true,
+            ),
+            // No audience in the token (or not a JWT): the authorization server decides.
+            (
+                "opaque".to_owned(),
+                "https://as.example.com/token",
+                None,
+                resource,
+                true,
+            ),
+            // Meant for another authorization server.
+            (
+                jwt(json!("https://real-as.example.com")),
+                "https://evil.example.com/token",
+                Some("https://evil.example.com"),
+                resource,
+                false,
+            ),
+            // Plain http: only on loopback, for a loopback server.
+            (
+                "opaque".to_owned(),
+                "http://as.example.com/token",
+                None,
+                resource,
+                false,
+            ),
+            (
+                "opaque".to_owned(),
+                "http://127.0.0.1:9/token",
+                None,
+                "http://127.0.0.1:8/mcp",
+                true,
+            ),
+            (
+                "opaque".to_owned(),
+                "http://127.0.0.1:9/token",
+                None,
+                resource,
+                false,
+            ),
+        ];
+        for (assertion, endpoint, issuer, resource, allowed) in cases {
+            assert_eq!(
+                check_workload_destination(&assertion, endpoint, issuer, resource).is_ok(),
+                allowed,
+                "{endpoint} {issuer:?} {resource}"
+            );
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -204,6 +204,9 @@ pub(crate) struct Run<'a> {
     /// A login: the first attempt goes without a token, and its challenge is answered
     /// with a new grant, whatever is stored.
     pub(crate) login: bool,
+    /// A call's one resend (shared with the other layers that may use it); `None` for a
+    /// discovery, which runs no tool.
+    pub(crate) resend: Option<crate::api::ResendBudget>,
 }
 
 /// What one attempt sends: the bearer, and the secrets it must hide.
@@ -296,7 +299,6 @@ impl Auth {
             }
         };
         let mut authorizations = 0;
-        let mut call_refused = false;
         loop {
             let error = match attempt(token.clone().map(Credentials)).await {
                 Ok(value) => return Ok(value),
@@ -311,13 +313,20 @@ impl Auth {
             }
             // A refused `tools/call` was not run, so it may go once more with a new
             // token: once, never a third time.
-            // Scopes in messages are the server's text: the grant's secrets are hidden.
-            if error.refused_the_call() {
-                if call_refused {
-                    let error = refused_again(&run.authorization.grant, challenge.status, &scopes);
-                    return Err(hiding(error, token.as_ref()));
-                }
-                call_refused = true;
+            // A refused `tools/call` was not run, so it may go once more with a new token:
+            // that is its one resend, unless another layer used it already (a fresh
+            // connection, a fresh context). A refusal of a request that carried no token
+            // is the first step of authorizing, and does not count. Scopes in messages are
+            // the server's text: the grant's secrets are hidden.
+            if error.refused_the_call()
+                && token.is_some()
+                && !run
+                    .resend
+                    .as_ref()
+                    .is_none_or(crate::api::ResendBudget::take)
+            {
+                let error = refused_again(&run.authorization.grant, challenge.status, &scopes);
+                return Err(hiding(error, token.as_ref()));
             }
             if authorizations == MAX_AUTHORIZATIONS {
                 let error = exhausted(&run.authorization.grant, challenge.status, &scopes);

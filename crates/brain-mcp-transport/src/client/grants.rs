@@ -79,6 +79,7 @@ async fn call_authorized(
         cancel: &request.cancel,
         authorizer: None,
         login: false,
+        resend: Some(request.resend.clone()),
     };
     client
         .inner
@@ -122,6 +123,7 @@ async fn discover_authorized(
         cancel: &request.cancel,
         authorizer,
         login,
+        resend: None,
     };
     client
         .inner

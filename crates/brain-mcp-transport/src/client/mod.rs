@@ -347,6 +347,11 @@ impl McpClient {
         if let Some(refill) = self.inner.pool.note_call(key) {
             self.refill(key.clone(), refill, endpoint.clone());
         }
+        // The note itself is an entry (its key holds the credential): the sweeper forgets
+        // it once the server is no longer called, warm context or not.
+        if self.inner.pool.is_active() {
+            self.sweep_in_background();
+        }
     }
 
     /// The call on a warm context when one is ready, else on a fresh one. When an HTTP
@@ -372,8 +377,8 @@ impl McpClient {
                 // fresh context, once.
                 Err(error)
                     if error.delivery() == Delivery::NotSent
-                        && !error.was_resent()
-                        && retry_cold(&error, &request.endpoint) => {}
+                        && retry_cold(&error, &request.endpoint)
+                        && request.resend.take() => {}
                 outcome => return outcome,
             }
         }

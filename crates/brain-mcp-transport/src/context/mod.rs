@@ -210,11 +210,14 @@ pub(crate) async fn call(
     opened: Opened,
     request: &CallRequest,
 ) -> Result<CallOutcome, CallError> {
-    let state = Arc::new(CallState::new(
-        &request.progress_token,
-        request.progress.clone(),
-        request.max_output_bytes,
-    ));
+    let state = Arc::new(
+        CallState::new(
+            &request.progress_token,
+            request.progress.clone(),
+            request.max_output_bytes,
+        )
+        .with_resend(request.resend.clone()),
+    );
     let mut finishing = Finishing {
         shared,
         opened: Some(opened),
@@ -245,10 +248,7 @@ pub(crate) async fn call(
                 let detail = session.explain(&request.endpoint).await;
                 error = error.with_detail_suffix(&detail);
             }
-            (
-                Err(error.after_a_resend(state.was_resent())),
-                cancel_reason(&stop),
-            )
+            (Err(error), cancel_reason(&stop))
         }
     };
     finishing.finish(abandoned);

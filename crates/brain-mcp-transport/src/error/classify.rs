@@ -145,14 +145,7 @@ pub(crate) fn classify(wire: Wire, cause: &Cause<'_>, endpoint: &Endpoint) -> Ca
             Failure::Status {
                 status, challenge, ..
             } => {
-                let error =
-                    CallError::http_status(*status, delivery).with_challenge(challenge.clone());
-                // The refusal was of the call's own `tools/call`, not of the handshake.
-                return if written && matches!(cause, Cause::Transport(_)) {
-                    error.refusing_the_call()
-                } else {
-                    error
-                };
+                return CallError::http_status(*status, delivery).with_challenge(challenge.clone());
             }
             Failure::ResumeRefused { status } => (
                 ErrorKind::HttpStatus,

@@ -25,9 +25,6 @@ pub struct CallError {
     /// The refused request was the call's own `tools/call` (not its handshake): sending
     /// it again after a new authorization is its one resend.
     call_refused: bool,
-    /// The call's request already went a second time, on a fresh connection: it gets no
-    /// other resend.
-    resent: bool,
 }
 
 /// A server's refusal of a request for want of authorization: the status (401, or 403)
@@ -65,7 +62,6 @@ impl CallError {
             detail: detail.into(),
             challenge: None,
             call_refused: false,
-            resent: false,
         }
     }
 
@@ -77,7 +73,6 @@ impl CallError {
             detail: format!("the server answered HTTP {status}{}", status_hint(status)),
             challenge: None,
             call_refused: false,
-            resent: false,
         }
     }
 
@@ -85,17 +80,6 @@ impl CallError {
     pub(crate) fn with_challenge(mut self, challenge: Option<Challenge>) -> Self {
         self.challenge = challenge;
         self
-    }
-
-    /// Notes that the call's request already had its one resend.
-    pub(crate) fn after_a_resend(mut self, resent: bool) -> Self {
-        self.resent = resent;
-        self
-    }
-
-    /// Whether the call's request already had its one resend (on a fresh connection).
-    pub(crate) fn was_resent(&self) -> bool {
-        self.resent
     }
 
     /// Marks the refusal as one of the call's own `tools/call`.

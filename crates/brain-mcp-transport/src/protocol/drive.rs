@@ -241,7 +241,14 @@ pub(crate) fn stopped(
             (None, None) => Cause::Closed,
         },
     };
-    classify(wire, &cause, endpoint)
+    let error = classify(wire, &cause, endpoint);
+    // A status on the call's own `tools/call` (not its handshake, not a listing): when it
+    // is a refusal for want of authorization, sending it again is the call's one resend.
+    if wire == Wire::MayHaveReached && matches!(cause, Cause::Transport(_)) {
+        error.refusing_the_call()
+    } else {
+        error
+    }
 }
 
 #[cfg(test)]

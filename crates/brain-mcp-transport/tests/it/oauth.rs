@@ -977,3 +977,26 @@ async fn a_workload_identity_is_exchanged_with_the_jwt_bearer_grant() {
     );
     assert_eq!(fresh.tool_calls_run(), 0);
 }
+
+/// A server whose handshake is open and whose calls alone are protected: a grant's first
+/// request is then the `tools/call` itself, without a token. Its refusal is the first step
+/// of authorizing and does not use the call's one resend, which the step-up then takes.
+#[tokio::test]
+async fn a_refused_call_that_carried_no_token_keeps_its_one_resend() {
+    let setup = Setup::start().await;
+    let state = &setup.servers.resource.state;
+    state.open_handshake.store(true, Ordering::SeqCst);
+    *lock(&state.call_scope) = Some("mcp:write".into());
+    let client = client_with(setup.options().era(EraPreference::Modern));
+    let grant = Grant::ClientCredentials(client_credentials(None).scopes(["mcp:read"]));
+    let outcome = call_as(&client, &setup.url(), "acme", grant, json!({})).await;
+    assert!(outcome.is_ok(), "{outcome:?}");
+    let calls = state.calls_seen();
+    assert_eq!(
+        calls.len(),
+        3,
+        "without a token, with one, with the stepped-up one"
+    );
+    assert_eq!(calls[0].0, None, "the first carried no token");
+    assert_eq!(setup.tool_calls_run(), 1, "the tool ran once");
+}

@@ -59,7 +59,7 @@ async fn wire_failures_say_what_retrying_means() {
     let path = config(
         &dir,
         serde_json::json!([
-            binding("slow", server.url(), "sleep", 1),
+            binding("slow", server.url(), "sleep", 3),
             binding(
                 "locked",
                 server.fault_url(brain_mcp_testkit::HttpFault::Status401),
@@ -70,7 +70,7 @@ async fn wire_failures_say_what_retrying_means() {
         ]),
     );
     for (tool, args, name) in [
-        ("slow", r#"{"ms": 10000}"#, "timeout"),
+        ("slow", r#"{"ms": 20000}"#, "timeout"),
         ("locked", "{}", "http_status"),
         ("down", "{}", "connect"),
     ] {

@@ -227,17 +227,16 @@ impl HttpBackend {
                 Resend::IfUnsent => {
                     provably_unsent(&error)
                         && call.is_none_or(|call| {
-                            call.mark_not_sent();
-                            call.mark_sending()
+                            call.take_resend() && {
+                                call.mark_not_sent();
+                                call.mark_sending()
+                            }
                         })
                 }
             };
             match again.filter(|_| resend) {
                 Some(request) => {
                     self.clients.resends.fetch_add(1, Ordering::Relaxed);
-                    if let Some(call) = call {
-                        call.mark_resent();
-                    }
                     self.clients.fresh.execute(request).await
                 }
                 None => Err(error),

@@ -249,13 +249,20 @@ impl StdioTransport {
     }
 }
 
-/// Whether a line that is no JSON-RPC message rmcp reads is a response (`result` or
-/// `error`) whose `id` is missing or null.
+/// Whether a line that is no JSON-RPC message rmcp reads is the answer a server gives
+/// when it could not read a request at all: a parse error (-32700) or an invalid request
+/// (-32600) whose `id` is missing or null. Other id-less answers (a buggy server's reply to
+/// a notification, say) are skipped, as before.
 fn is_an_answer_without_id(text: &str) -> bool {
     let Ok(serde_json::Value::Object(message)) = serde_json::from_str(text) else {
         return false;
     };
-    (message.contains_key("result") || message.contains_key("error"))
+    let unreadable = message
+        .get("error")
+        .and_then(|error| error.get("code"))
+        .and_then(serde_json::Value::as_i64)
+        .is_some_and(|code| code == -32700 || code == -32600);
+    unreadable
         && !message.contains_key("method")
         && message.get("id").is_none_or(serde_json::Value::is_null)
 }
@@ -355,9 +362,9 @@ impl Transport<RoleClient> for StdioTransport {
                     }
                 };
             let Ok(message) = serde_json::from_str::<RxJsonRpcMessage<RoleClient>>(&text) else {
-                // An answer without a request id (a parse error's `"id": null`) answers
-                // the one request a process ever has outstanding: waiting for another
-                // would only meet the deadline.
+                // A server that could not read a request answers with no request id (a
+                // parse error's `"id": null`); a process serves one call, so that is the
+                // call's answer: waiting for another would only meet the deadline.
                 if is_an_answer_without_id(&text) {
                     self.record(Failure::Protocol("an answer without a request id"));
                     return None;
@@ -404,7 +411,12 @@ mod tests {
                 r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"bad"}}"#,
                 true,
             ),
-            (r#"{"jsonrpc":"2.0","result":{}}"#, true),
+            // A reply to a notification (method not found), or a result without an id.
+            (
+                r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32601,"message":"nope"}}"#,
+                false,
+            ),
+            (r#"{"jsonrpc":"2.0","result":{}}"#, false),
             // A notification, an answer with an id, and what is not JSON-RPC at all.
             (
                 r#"{"jsonrpc":"2.0","method":"notifications/message","params":{}}"#,
