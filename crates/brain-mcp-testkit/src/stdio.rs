@@ -231,6 +231,14 @@ impl StdioTransport {
         }
         let token = raw_progress_token(message);
         match tool {
+            // Answered as a server answers a request it could not read: a parse error
+            // without a request id (stdio only: over HTTP the POST is the answer's channel).
+            "unreadable" => {
+                let answer = json!({"jsonrpc": "2.0", "id": null,
+                    "error": {"code": -32700, "message": "Parse error"}});
+                self.out.write_value(&answer).await?;
+                return Ok(Some(()));
+            }
             "progress_after_result" => {
                 if let (Some(id), Some(token)) = (id, token) {
                     lock(&self.out.late).insert(id.to_string(), token.clone());

@@ -79,12 +79,15 @@ impl Endpoint {
                 let values = query
                     .split('&')
                     .filter_map(|pair| pair.split_once('=').map(|(_, value)| value));
+                // Every secret, the bearer included, from 8 characters on: a shorter one
+                // would match the protocol's own text ("text", "result") and corrupt
+                // every answer, and is no credential worth the name.
                 password
                     .into_iter()
                     .chain(values)
-                    .filter(long)
                     .chain(http.bearer.iter().map(Secret::expose))
                     .chain(http.hidden.iter().map(Secret::expose))
+                    .filter(long)
                     .collect()
             }
             Endpoint::Stdio(stdio) => stdio

@@ -187,9 +187,15 @@ fn scrub_value(value: &mut Value, secrets: &[Arc<str>]) -> bool {
 
 /// Shortens server-provided text for a message: one line, at most `max` characters.
 pub(crate) fn one_line(text: &str, max: usize) -> String {
+    // Control characters, and the format characters that reorder or hide text at a
+    // terminal (bidirectional overrides and isolates, zero-width marks), become spaces.
+    let hidden = |c: char| {
+        c.is_control()
+            || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
+    };
     let mut line: String = text
         .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
+        .map(|c| if hidden(c) { ' ' } else { c })
         .take(max)
         .collect();
     if text.chars().count() > max {
@@ -205,6 +211,19 @@ mod tests {
     use super::*;
 
     const TOKEN: &str = "sk-live-0123456789abcdef";
+
+    #[test]
+    fn one_line_hides_what_reorders_or_hides_text() {
+        let cases = [
+            ("a\nb\tc", "a b c"),
+            ("evil\u{202e}gnp.exe", "evil gnp.exe"),
+            ("x\u{2066}y\u{2069}z\u{200b}", "x y z "),
+            ("plain é ü", "plain é ü"),
+        ];
+        for (text, shown) in cases {
+            assert_eq!(one_line(text, 100), shown, "{text:?}");
+        }
+    }
 
     #[test]
     fn json_is_scrubbed_however_it_is_written() {

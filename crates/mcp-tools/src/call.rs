@@ -58,7 +58,7 @@ pub(crate) async fn run(args: CallArgs) -> Outcome {
     let cancel = CancellationToken::new();
     let on_interrupt = cancel.clone();
     let interrupt = tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
+        if stopped().await {
             on_interrupt.cancel();
         }
     });
@@ -88,6 +88,32 @@ pub(crate) async fn run(args: CallArgs) -> Outcome {
         Err(Exit::Reported)
     } else {
         Ok(())
+    }
+}
+
+/// Resolves when the process is asked to stop: Ctrl-C (SIGINT), or, on Unix, SIGTERM or
+/// SIGHUP (what `timeout`, systemd, container runtimes and a closed terminal send). The
+/// call is then cancelled like any other: the server is told, the session deleted, the
+/// process group killed, and the result printed. False when no signal can be watched.
+async fn stopped() -> bool {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut term), Ok(mut hangup)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::hangup()),
+        ) else {
+            return tokio::signal::ctrl_c().await.is_ok();
+        };
+        tokio::select! {
+            interrupted = tokio::signal::ctrl_c() => interrupted.is_ok(),
+            _ = term.recv() => true,
+            _ = hangup.recv() => true,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        tokio::signal::ctrl_c().await.is_ok()
     }
 }
 

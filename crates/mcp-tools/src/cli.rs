@@ -298,7 +298,7 @@ pub(crate) struct CallArgs {
     #[arg(long, value_name = "FILE")]
     pub(crate) config: PathBuf,
     /// The session's tenant.
-    #[arg(long)]
+    #[arg(long, value_parser = non_empty)]
     pub(crate) tenant: String,
     /// The tool, by the name the model sees.
     #[arg(long)]
@@ -307,10 +307,10 @@ pub(crate) struct CallArgs {
     #[arg(long, value_name = "JSON", default_value = "{}")]
     pub(crate) args: String,
     /// The session ID for the scope.
-    #[arg(long, default_value = "cli-session")]
+    #[arg(long, default_value = "cli-session", value_parser = non_empty)]
     pub(crate) session: String,
     /// The call ID (also the MCP progress token); default a fresh one.
-    #[arg(long)]
+    #[arg(long, value_parser = non_empty)]
     pub(crate) call: Option<String>,
     /// Protocol era.
     #[arg(long, value_enum, default_value_t = EraArg::Auto)]
@@ -395,7 +395,7 @@ pub(crate) struct GrantTarget {
     #[arg(long, value_name = "JSON", requires = "url")]
     pub(crate) auth: Option<String>,
     /// The tenant whose grant it is.
-    #[arg(long, value_name = "TENANT")]
+    #[arg(long, value_name = "TENANT", value_parser = non_empty)]
     pub(crate) tenant: String,
     /// Where tenants' OAuth grants are kept (default: the user's credential directory).
     #[arg(long, value_name = "DIR")]
@@ -464,6 +464,14 @@ fn http_url(value: &str) -> Result<String, String> {
     if value.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return Err("a URL cannot contain spaces or control characters".into());
     }
+    // What the host could not connect to anyway is a usage error too: a bad port, an
+    // unclosed IPv6 address, and credentials in the URL (the token goes in -token-env).
+    let parsed = url::Url::parse(value).map_err(|error| format!("not a usable URL: {error}"))?;
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err(
+            "the URL holds a user name or password; remove it, and name the variable that holds the token with -token-env".into(),
+        );
+    }
     Ok(value.to_owned())
 }
 
@@ -483,6 +491,15 @@ fn env_name(value: &str) -> Result<String, String> {
 }
 
 /// One item of a comma-separated list: spaces around it are dropped; empty is an error.
+/// A tenant, session or call ID: not empty, not only spaces.
+fn non_empty(value: &str) -> Result<String, String> {
+    if value.trim().is_empty() {
+        Err("must not be empty".into())
+    } else {
+        Ok(value.to_owned())
+    }
+}
+
 fn list_item(value: &str) -> Result<String, String> {
     let value = value.trim();
     if value.is_empty() {

@@ -278,7 +278,9 @@ fn number(value: f64) -> String {
     }
 }
 
-/// Control characters as `\u{..}` escapes; line breaks and tabs kept when `multiline`.
+/// Control characters, and the Unicode formatting controls that reorder or hide text at a
+/// terminal (bidirectional overrides and isolates, zero-width marks), as `\u{..}` escapes;
+/// line breaks and tabs kept when `multiline`.
 pub(crate) fn escape_controls(text: &str, multiline: bool) -> String {
     let text = if multiline {
         text.replace("\r\n", "\n")
@@ -288,7 +290,7 @@ pub(crate) fn escape_controls(text: &str, multiline: bool) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         let kept = multiline && (c == '\n' || c == '\t');
-        if c.is_control() && !kept {
+        if (c.is_control() || is_format_control(c)) && !kept {
             let _ = write!(out, "\\u{{{:x}}}", c as u32);
         } else {
             out.push(c);
@@ -297,12 +299,28 @@ pub(crate) fn escape_controls(text: &str, multiline: bool) -> String {
     out
 }
 
+/// Unicode format characters that change how a terminal shows the text around them:
+/// bidirectional embeddings, overrides and isolates (a "Trojan Source" reordering), the
+/// left-to-right and right-to-left marks, and zero-width characters.
+fn is_format_control(c: char) -> bool {
+    matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
+}
+
 #[cfg(test)]
 mod tests {
     use brain_tools::{CallHeader, ToolError, ToolEvent};
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn terminal_tricks_are_escaped() {
+        assert_eq!(
+            escape_controls("evil\u{202e}gnp.exe\u{1b}[31m", false),
+            "evil\\u{202e}gnp.exe\\u{1b}[31m"
+        );
+        assert_eq!(escape_controls("a\nb", true), "a\nb");
+    }
 
     /// A 1x1 PNG, as the testkit's `image` tool returns.
     const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";

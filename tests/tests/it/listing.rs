@@ -138,3 +138,58 @@ async fn a_call_that_needs_the_listing_reads_at_most_its_budget_and_goes_on() {
     );
     client.shutdown(Duration::from_secs(5)).await;
 }
+
+/// A handshake answer bounded too: an `initialize` result of a million values (a few MB,
+/// within every byte bound) is refused before rmcp reads it, and the call never goes out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handshake_answer_of_a_million_values_is_refused() {
+    let server = Scripted::start(Arc::new(|body: &Value| {
+        ResponseTemplate::new(200).set_body_json(json!({
+            "jsonrpc": "2.0", "id": body["id"],
+            "result": {"content": [{"type": "text", "text": "ran"}]}
+        }))
+    }))
+    .await;
+    let zeros = vec![0u8; 1_000_000];
+    Mock::given(method("POST"))
+        .and(body_partial_json(json!({"method": "initialize"})))
+        .respond_with(move |request: &Request| {
+            let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+            ResponseTemplate::new(200)
+                .insert_header("mcp-session-id", "huge")
+                .set_body_json(json!({
+                    "jsonrpc": "2.0", "id": body["id"],
+                    "result": {
+                        "protocolVersion": "2025-11-25",
+                        "capabilities": {"tools": {}, "experimental": {"x": zeros}},
+                        "serverInfo": {"name": "huge", "version": "1"}
+                    }
+                }))
+        })
+        .with_priority(1)
+        .mount(&server.server)
+        .await;
+    let client = McpClient::new(ClientOptions::default().era(brain_tools::EraPreference::Legacy))
+        .expect("the client builds");
+    let request = brain_mcp_transport::CallRequest::new(
+        Endpoint::http(server.url(), None),
+        "echo",
+        "c1",
+        Duration::from_secs(20),
+    );
+    let error = client
+        .call(request)
+        .await
+        .expect_err("the handshake is refused");
+    assert_eq!(
+        (error.kind(), error.delivery()),
+        (ErrorKind::OutputTooLarge, brain_tools::Delivery::NotSent),
+        "{error}"
+    );
+    assert_eq!(
+        server.calls.load(Ordering::SeqCst),
+        0,
+        "the call never went out"
+    );
+    client.shutdown(Duration::from_secs(5)).await;
+}

@@ -975,6 +975,14 @@ fn rows(fx: &Fixtures, servers: &Servers) -> Vec<Row> {
             e(Protocol, Unknown),
         ),
         row(
+            "answers the call with a parse error without an id",
+            "stdio",
+            "legacy",
+            stdio(&[], "unreadable"),
+            json!({}),
+            e(Protocol, Unknown),
+        ),
+        row(
             "writes garbage to stdout",
             "stdio",
             "legacy",

@@ -43,6 +43,9 @@ pub(crate) enum Failure {
     TooManyBlocks,
     /// The server listed more tools than a discovery may hold.
     TooManyTools,
+    /// A message held more JSON values than its bound allows; `answer`: it was the
+    /// response (for a call: its result, so the tool ran), not a notification.
+    TooManyValues { answer: bool },
     /// What the server sent outside calls (a handshake, a listing) went past this bound.
     OverBudget { budget: usize },
 }
@@ -176,6 +179,16 @@ pub(crate) fn classify(wire: Wire, cause: &Cause<'_>, endpoint: &Endpoint) -> Ca
                 ErrorKind::Protocol,
                 format!("the server listed more than {MAX_LISTED_TOOLS} tools"),
             ),
+            Failure::TooManyValues { answer: true } => (
+                ErrorKind::OutputTooLarge,
+                "the server's answer held more JSON values than its byte budget allows".to_owned(),
+            ),
+            Failure::TooManyValues { answer: false } => (
+                ErrorKind::OutputTooLarge,
+                "the server sent a message with more JSON values than the call's byte budget \
+                 allows"
+                    .to_owned(),
+            ),
             Failure::OverBudget { budget } => (
                 ErrorKind::OutputTooLarge,
                 format!("the server's answers outside calls exceeded {budget} bytes"),
@@ -192,9 +205,11 @@ fn delivery(wire: Wire, cause: &Cause<'_>) -> Delivery {
     match (wire, cause) {
         (Wire::NotWritten, _) => Delivery::NotSent,
         // The whole answer came: the tool ran; it is the result that was refused.
-        (Wire::MayHaveReached, Cause::Transport(Failure::TooManyBlocks) | Cause::NotAResult(_)) => {
-            Delivery::Delivered
-        }
+        (
+            Wire::MayHaveReached,
+            Cause::Transport(Failure::TooManyBlocks | Failure::TooManyValues { answer: true })
+            | Cause::NotAResult(_),
+        ) => Delivery::Delivered,
         (
             Wire::MayHaveReached,
             Cause::Transport(Failure::Status {
@@ -372,6 +387,22 @@ mod tests {
                 Protocol,
                 Unknown,
                 "more than 10000 tools",
+            ),
+            // Too many values in the result: the tool ran. In a notification: no result
+            // came, so it may still be running.
+            (
+                Sent,
+                Failure::TooManyValues { answer: true },
+                OutputTooLarge,
+                Delivery::Delivered,
+                "answer held more JSON values",
+            ),
+            (
+                Sent,
+                Failure::TooManyValues { answer: false },
+                OutputTooLarge,
+                Unknown,
+                "a message with more JSON values",
             ),
             (Unsent, status(500, false), HttpStatus, NotSent, "HTTP 500"),
             (

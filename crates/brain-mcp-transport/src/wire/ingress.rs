@@ -36,15 +36,21 @@ const BYTES_PER_VALUE: usize = 16;
 const MIN_VALUES: usize = 4096;
 /// Values one listing page may hold.
 const MAX_PAGE_VALUES: usize = 1 << 20;
+/// Values any other message may hold (a handshake's answer, a notification outside a
+/// call, a server's request): a real one holds some hundreds.
+const MAX_OTHER_VALUES: usize = 1 << 16;
 
 /// A message refused before it was read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Refused {
-    /// A result with more than [`MAX_CONTENT_BLOCKS`] content blocks, or more JSON
-    /// values than its budget allows.
-    TooManyBlocks,
+    /// A result with more than [`MAX_CONTENT_BLOCKS`] content blocks.
+    Blocks,
     /// A page that brings the listing past [`MAX_LISTED_TOOLS`] tools.
-    TooManyTools,
+    Tools,
+    /// A message with more JSON values than its bound allows (a call's budget, a listing
+    /// page's, any other message's); `answer`: it was a response (`result` or `error`),
+    /// not a notification or a request.
+    Values { answer: bool },
 }
 
 /// Checks one message (its JSON text): secrets hidden, shape bounded (see [`shape`]).
@@ -113,22 +119,47 @@ pub(crate) fn shape(json: &str, expect: Expect, listed: usize) -> Result<usize, 
     match expect {
         Expect::Call { budget } => {
             let values = (budget / BYTES_PER_VALUE).max(MIN_VALUES);
-            if result_items(json, "content") > MAX_CONTENT_BLOCKS || !within_values(json, values) {
-                return Err(Refused::TooManyBlocks);
+            if result_items(json, "content") > MAX_CONTENT_BLOCKS {
+                return Err(Refused::Blocks);
             }
+            bounded(json, values)?;
             Ok(0)
         }
         Expect::List => {
             let tools = result_items(json, "tools");
-            if listed.saturating_add(tools) > MAX_LISTED_TOOLS
-                || !within_values(json, MAX_PAGE_VALUES)
-            {
-                return Err(Refused::TooManyTools);
+            if listed.saturating_add(tools) > MAX_LISTED_TOOLS {
+                return Err(Refused::Tools);
             }
+            bounded(json, MAX_PAGE_VALUES)?;
             Ok(tools)
         }
-        Expect::Other => Ok(0),
+        Expect::Other => bounded(json, MAX_OTHER_VALUES).map(|()| 0),
     }
+}
+
+/// At most `limit` JSON values, else refused (saying whether it was a response).
+fn bounded(json: &str, limit: usize) -> Result<(), Refused> {
+    if within_values(json, limit) {
+        Ok(())
+    } else {
+        Err(Refused::Values {
+            answer: is_response(json),
+        })
+    }
+}
+
+/// Whether a JSON-RPC message is a response (it has `result` or `error`, no `method`).
+/// Its values are walked, never built.
+fn is_response(json: &str) -> bool {
+    #[derive(Deserialize)]
+    struct Envelope {
+        result: Option<IgnoredAny>,
+        error: Option<IgnoredAny>,
+        method: Option<IgnoredAny>,
+    }
+    serde_json::from_str::<Envelope>(json).is_ok_and(|envelope| {
+        (envelope.result.is_some() || envelope.error.is_some()) && envelope.method.is_none()
+    })
 }
 
 /// Whether a JSON document holds at most `limit` values (counted without building them;
@@ -444,7 +475,16 @@ mod tests {
         assert!(inspect(&redactor, &structured(9_000), fits, 0).is_ok());
         assert_eq!(
             inspect(&redactor, &structured(10_001), fits, 0).err(),
-            Some(Refused::TooManyBlocks)
+            Some(Refused::Values { answer: true })
+        );
+        // The same values in a notification: not an answer.
+        let notification = format!(
+            r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{{"x":[{}]}}}}"#,
+            vec!["0"; 10_001].join(",")
+        );
+        assert_eq!(
+            inspect(&redactor, &notification, fits, 0).err(),
+            Some(Refused::Values { answer: false })
         );
         // Duplicate keys count every time.
         let twice = format!(
@@ -458,7 +498,7 @@ mod tests {
         );
         assert_eq!(
             inspect(&redactor, &thrice, CALL, 0).err(),
-            Some(Refused::TooManyBlocks)
+            Some(Refused::Blocks)
         );
     }
 
@@ -473,9 +513,10 @@ mod tests {
         assert!(inspect(&redactor, &content(MAX_CONTENT_BLOCKS), CALL, 0).is_ok());
         assert_eq!(
             inspect(&redactor, &content(MAX_CONTENT_BLOCKS + 1), CALL, 0).err(),
-            Some(Refused::TooManyBlocks)
+            Some(Refused::Blocks)
         );
-        // Other messages are not bounded by count.
+        // Other messages are not bounded by their blocks, but by their values: a
+        // handshake answer of millions of zeros is refused.
         assert!(
             inspect(
                 &redactor,
@@ -485,6 +526,14 @@ mod tests {
             )
             .is_ok()
         );
+        let huge_handshake = format!(
+            r#"{{"jsonrpc":"2.0","id":0,"result":{{"capabilities":{{"experimental":{{"x":[{}]}}}}}}}}"#,
+            vec!["0"; MAX_OTHER_VALUES].join(",")
+        );
+        assert_eq!(
+            inspect(&redactor, &huge_handshake, Expect::Other, 0).err(),
+            Some(Refused::Values { answer: true })
+        );
         let page =
             json!({"jsonrpc": "2.0", "id": 2, "result": {"tools": [{}, {}, {}]}}).to_string();
         assert_eq!(
@@ -493,7 +542,7 @@ mod tests {
         );
         assert_eq!(
             inspect(&redactor, &page, Expect::List, MAX_LISTED_TOOLS - 2).err(),
-            Some(Refused::TooManyTools)
+            Some(Refused::Tools)
         );
     }
 

@@ -115,3 +115,71 @@ async fn trace_logs_hold_no_token_and_no_arguments() {
         assert!(!run.stdout.contains(TOKEN), "{era:?}: {}", run.stdout);
     }
 }
+
+/// `timeout`, systemd and container runtimes stop a process with SIGTERM: the call is
+/// cancelled as with Ctrl-C, its result printed, and its stdio server's process group
+/// killed (a server that ignores stdin closing would otherwise outlive the CLI).
+#[cfg(unix)]
+#[tokio::test]
+async fn sigterm_cancels_the_call_and_ends_its_server() {
+    use tokio::io::AsyncBufReadExt as _;
+
+    let dir = tempfile::tempdir().unwrap();
+    let pids = dir.path().join("pids");
+    let path = crate::support::config(
+        &dir,
+        serde_json::json!([{
+            "name": "slow", "mcp_tool": "progress", "tenants": ["local"],
+            "input_schema": {"type": "object"}, "timeout_seconds": 60,
+            "command": {
+                "program": brain_mcp_testkit::stdio_binary_path(),
+                "args": ["--ignore-stdin-close", "--pid-log", pids.to_str().unwrap()]
+            }
+        }]),
+    );
+    let mut spawned = crate::support::spawn(
+        &[
+            "call",
+            "--config",
+            &path,
+            "--tenant",
+            "local",
+            "--tool",
+            "slow",
+            "--args",
+            r#"{"steps": 100000, "delay_ms": 50}"#,
+            "--format",
+            "json",
+        ],
+        &[],
+    );
+    let stdout = spawned.child.stdout.take().unwrap();
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    // The call is running once its first progress is out.
+    let first = lines.next_line().await.unwrap().unwrap();
+    assert!(first.contains("tool.progress"), "{first}");
+    let cli = spawned.child.id().unwrap();
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &cli.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mut last = first;
+    while let Some(line) = lines.next_line().await.unwrap() {
+        last = line;
+    }
+    let code = spawned.child.wait().await.unwrap().code();
+    assert_eq!(code, Some(1), "a cancelled call is a failed call");
+    assert!(
+        last.contains("\"tool.result\"") && last.contains("\"kind\":\"cancelled\""),
+        "{last}"
+    );
+    let server: i32 = std::fs::read_to_string(&pids)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let gone = std::fs::read_to_string(format!("/proc/{server}/stat"))
+        .map_or(true, |stat| stat.contains(") Z "));
+    assert!(gone, "the stdio server {server} outlived the CLI");
+}

@@ -47,6 +47,24 @@ async fn bad_command_lines_are_usage_errors_of_one_line() {
             "the variable name is empty",
         ),
         (
+            vec!["-url", "http://[::1/mcp", "-tenant", "local"],
+            "not a usable URL",
+        ),
+        (
+            vec!["-url", "http://127.0.0.1:99999/mcp", "-tenant", "local"],
+            "not a usable URL",
+        ),
+        (
+            vec!["-url", "http://user:pw@127.0.0.1/mcp", "-tenant", "local"],
+            "holds a user name or password",
+        ),
+        (
+            vec![
+                "call", "--config", "x.json", "--tenant", " ", "--tool", "x", "--args", "{}",
+            ],
+            "must not be empty",
+        ),
+        (
             vec!["-url", &url, "-tenant", "local", "--bogus"],
             "unexpected argument '--bogus'",
         ),

@@ -106,12 +106,10 @@ pub(crate) struct Clients {
 /// answer came (a pooled connection the server had closed, for one).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Resend {
-    /// A `tools/call` or an `initialize`: only when it provably never left (no
-    /// connection could be made, or the client handed it back unsent), so at most once
-    /// still holds, and a session the server opened is never left behind unknown.
+    /// A `tools/call`: only when it provably never left (no connection could be made, or
+    /// the client handed it back unsent), so at most once still holds.
     IfUnsent,
-    /// Anything else (a notification, a listing, a resume, a `DELETE`): none runs a tool
-    /// or opens a session.
+    /// Anything else (a handshake, a listing, a resume, a `DELETE`): none runs a tool.
     Once,
 }
 
@@ -316,8 +314,9 @@ impl HttpBackend {
         self.failed(
             call,
             match refused {
-                Refused::TooManyBlocks => Failure::TooManyBlocks,
-                Refused::TooManyTools => Failure::TooManyTools,
+                Refused::Blocks => Failure::TooManyBlocks,
+                Refused::Tools => Failure::TooManyTools,
+                Refused::Values { answer } => Failure::TooManyValues { answer },
             },
         );
         StreamableHttpError::Client(HttpError::TooLarge)

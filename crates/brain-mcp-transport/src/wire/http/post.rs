@@ -87,9 +87,12 @@ impl HttpBackend {
         } else {
             Duration::ZERO
         };
-        // A `tools/call` runs a tool and an `initialize` opens a session: sent again only
-        // when they provably never left.
-        let resend = if call.is_some() || initialize {
+        // A `tools/call` runs a tool: sent again only when it provably never left. An
+        // `initialize` goes again after any failure before its answer: a server that
+        // closes connections after answering would otherwise fail calls whose own
+        // request never went out; the cost is a session the server may have opened for a
+        // lost answer, which it keeps until it expires it.
+        let resend = if call.is_some() {
             Resend::IfUnsent
         } else {
             Resend::Once

@@ -5,7 +5,8 @@
 //! What is reaped: the child (always, by a task that waits for it from the start) and
 //! every process still in its group (SIGKILL when the call ends, or at once when the call
 //! is dropped), which covers `npx`/`uvx` launchers and what they start. What is not: a
-//! descendant that left the group (`setsid`, a daemon). Such a process may keep the
+//! descendant that left the group (`setsid`, `setpgid`, a daemon): reaping those would take
+//! a subreaper or a cgroup, which a library cannot impose on its host. Such a process may keep the
 //! stdout or stderr pipe open; that no longer holds the call: the call ends when the
 //! child has answered or exited, the stderr drain stops when the process is closed, and
 //! our ends of the pipes are dropped.

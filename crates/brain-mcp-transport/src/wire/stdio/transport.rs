@@ -355,20 +355,22 @@ impl Transport<RoleClient> for StdioTransport {
                     Ok(inspected) => inspected,
                     Err(refused) => {
                         self.record(match refused {
-                            Refused::TooManyBlocks => Failure::TooManyBlocks,
-                            Refused::TooManyTools => Failure::TooManyTools,
+                            Refused::Blocks => Failure::TooManyBlocks,
+                            Refused::Tools => Failure::TooManyTools,
+                            Refused::Values { answer } => Failure::TooManyValues { answer },
                         });
                         return None;
                     }
                 };
+            // A server that could not read a request answers with no request id (a parse
+            // error's `"id": null`); a process serves one call, so that is the call's
+            // answer: waiting for another would only meet the deadline. (rmcp reads such
+            // an answer, and drops it.)
+            if text.contains("\"error\"") && is_an_answer_without_id(&text) {
+                self.record(Failure::Protocol("an answer without a request id"));
+                return None;
+            }
             let Ok(message) = serde_json::from_str::<RxJsonRpcMessage<RoleClient>>(&text) else {
-                // A server that could not read a request answers with no request id (a
-                // parse error's `"id": null`); a process serves one call, so that is the
-                // call's answer: waiting for another would only meet the deadline.
-                if is_an_answer_without_id(&text) {
-                    self.record(Failure::Protocol("an answer without a request id"));
-                    return None;
-                }
                 continue;
             };
             if tools > 0 || matches!(&message, JsonRpcMessage::Response(_)) {
