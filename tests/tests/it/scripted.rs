@@ -79,20 +79,6 @@ impl Scripted {
         Self::start_in(call, true).await
     }
 
-    /// A legacy server that keeps no record of the requests it saw (for the soak: a
-    /// recording server grows with every call).
-    pub(crate) async fn start_quiet(call: CallAnswer) -> Self {
-        Self::start_with(
-            MockServer::builder()
-                .disable_request_recording()
-                .start()
-                .await,
-            call,
-            false,
-        )
-        .await
-    }
-
     async fn start_in(call: CallAnswer, modern: bool) -> Self {
         Self::start_with(MockServer::start().await, call, modern).await
     }
@@ -280,4 +266,129 @@ pub(crate) async fn closing_after_answer() -> (String, Arc<AtomicUsize>, tokio::
         }
     });
     (url, calls, task)
+}
+
+/// What a [`Quiet`] server answers to `tools/call`, given the request: the status, the
+/// content type and the body.
+pub(crate) type QuietAnswer = Arc<dyn Fn(&Value) -> (u16, &'static str, String) + Send + Sync>;
+
+/// A legacy MCP server on a raw listener that keeps nothing per request, for the soak:
+/// wiremock keeps every request a mock matched (recording off or not), so a soak against it
+/// would measure the server's growth, not the client's. It answers `initialize` (one session
+/// id), notifications (202), `DELETE` (200) and `tools/call` (scripted); HTTP/1.1 with
+/// keep-alive and `Content-Length` bodies only, which is all our client sends.
+pub(crate) struct Quiet {
+    url: String,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Quiet {
+    fn drop(&mut self) {
+        // Its connections are tasks of its own set: they end with it.
+        self.task.abort();
+    }
+}
+
+impl Quiet {
+    pub(crate) async fn start(answer: QuietAnswer) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        let task = tokio::spawn(async move {
+            let mut connections = tokio::task::JoinSet::new();
+            loop {
+                tokio::select! {
+                    accepted = listener.accept() => {
+                        let Ok((stream, _)) = accepted else { return };
+                        connections.spawn(quiet_connection(stream, Arc::clone(&answer)));
+                    }
+                    Some(_) = connections.join_next() => {}
+                }
+            }
+        });
+        Self { url, task }
+    }
+
+    pub(crate) fn url(&self) -> String {
+        self.url.clone()
+    }
+}
+
+async fn quiet_connection(mut stream: tokio::net::TcpStream, answer: QuietAnswer) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut buffer = Vec::new();
+    loop {
+        // The head, then a body of its Content-Length.
+        let head_end = loop {
+            if let Some(at) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
+                break at + 4;
+            }
+            let mut chunk = [0u8; 8192];
+            match stream.read(&mut chunk).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buffer.extend_from_slice(&chunk[..n]),
+            }
+            if buffer.len() > 64 * 1024 {
+                return;
+            }
+        };
+        let head = String::from_utf8_lossy(&buffer[..head_end]).to_ascii_lowercase();
+        let length: usize = head
+            .lines()
+            .find_map(|line| line.strip_prefix("content-length:"))
+            .and_then(|value| value.trim().parse().ok())
+            .unwrap_or(0);
+        while buffer.len() < head_end + length {
+            let mut chunk = [0u8; 8192];
+            match stream.read(&mut chunk).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buffer.extend_from_slice(&chunk[..n]),
+            }
+        }
+        let body: Value =
+            serde_json::from_slice(&buffer[head_end..head_end + length]).unwrap_or(Value::Null);
+        buffer.drain(..head_end + length);
+        let id = body.get("id").cloned().unwrap_or(Value::Null);
+        let (status, content_type, text, session) = if head.starts_with("delete ") {
+            (200, "text/plain", String::new(), false)
+        } else {
+            match body.get("method").and_then(Value::as_str) {
+                Some("initialize") => (
+                    200,
+                    "application/json",
+                    json!({"jsonrpc": "2.0", "id": id, "result": {
+                        "protocolVersion": "2025-11-25",
+                        "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "quiet", "version": "1"}
+                    }})
+                    .to_string(),
+                    true,
+                ),
+                Some("tools/call") => {
+                    let (status, content_type, text) = answer(&body);
+                    (status, content_type, text, false)
+                }
+                Some(_) if id.is_null() => (202, "text/plain", String::new(), false),
+                _ => (
+                    200,
+                    "application/json",
+                    json!({"jsonrpc": "2.0", "id": id,
+                           "error": {"code": -32601, "message": "Method not found"}})
+                    .to_string(),
+                    false,
+                ),
+            }
+        };
+        let response = format!(
+            "HTTP/1.1 {status} X\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n{}\r\n{text}",
+            text.len(),
+            if session {
+                "mcp-session-id: quiet-session\r\n"
+            } else {
+                ""
+            },
+        );
+        if stream.write_all(response.as_bytes()).await.is_err() {
+            return;
+        }
+    }
 }

@@ -17,12 +17,11 @@ use brain_tools_config::HostConfig;
 use brain_tools_events::{ContentBlock, ToolEvent};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
-use wiremock::ResponseTemplate;
 
 use crate::{
     leaks::{assert_fds_settle, children, client_fds, rss_kib, settle},
     matrix::{Servers, build_testkit},
-    scripted::{Body as _, Scripted},
+    scripted::Quiet,
 };
 
 const CONCURRENCY: usize = 64;
@@ -95,35 +94,37 @@ async fn soak() {
     let refused_port = brain_mcp_testkit::RefusedPort::new().unwrap();
     let refused = refused_port.url();
     let stdio = brain_mcp_testkit::stdio_binary_path();
-    // In this process, but keeping no record: they do not grow with the calls.
-    let echoed = Scripted::start_quiet(Arc::new(|request| {
-        ResponseTemplate::new(200).set_body_json(json!({"jsonrpc": "2.0", "id": request["id"],
+    // In this process, on raw listeners that keep nothing per request: they do not grow
+    // with the calls (wiremock would).
+    let json_answer = |value: Value| (200, "application/json", value.to_string());
+    let echoed = Quiet::start(Arc::new(move |request| {
+        json_answer(json!({"jsonrpc": "2.0", "id": request["id"],
             "result": {"content": [{"type": "text", "text": format!("key {SOAK_TOKEN}")}]}}))
     }))
     .await;
-    let not_an_answer = Scripted::start_quiet(Arc::new(|_| {
-        ResponseTemplate::new(200).set_body_json(json!({"jsonrpc": "2.0",
+    let not_an_answer = Quiet::start(Arc::new(move |_| {
+        json_answer(json!({"jsonrpc": "2.0",
             "method": "notifications/message", "params": {"level": "info", "data": "x"}}))
     }))
     .await;
-    let not_a_result = Scripted::start_quiet(Arc::new(|request| {
-        ResponseTemplate::new(200)
-            .set_body_json(json!({"jsonrpc": "2.0", "id": request["id"], "result": "x"}))
+    let not_a_result = Quiet::start(Arc::new(move |request| {
+        json_answer(json!({"jsonrpc": "2.0", "id": request["id"], "result": "x"}))
     }))
     .await;
-    let accepted_only = Scripted::start_quiet(Arc::new(|_| ResponseTemplate::new(202))).await;
-    let bad_event_id = Scripted::start_quiet(Arc::new(|_| {
-        ResponseTemplate::new(200)
-            .set_event_stream("id: ev\u{1}\u{7f}\u{1b}[31m\nretry: 10\ndata: \n\n")
+    let accepted_only = Quiet::start(Arc::new(|_| (202, "text/plain", String::new()))).await;
+    let bad_event_id = Quiet::start(Arc::new(|_| {
+        (
+            200,
+            "text/event-stream",
+            "id: ev\u{1}\u{7f}\u{1b}[31m\nretry: 10\ndata: \n\n".to_owned(),
+        )
     }))
     .await;
-    let many_blocks = Scripted::start_quiet(Arc::new(|request| {
+    let many_blocks = Quiet::start(Arc::new(move |request| {
         let blocks: Vec<Value> = (0..2_000)
             .map(|_| json!({"type": "text", "text": "x"}))
             .collect();
-        ResponseTemplate::new(200).set_body_json(
-            json!({"jsonrpc": "2.0", "id": request["id"], "result": {"content": blocks}}),
-        )
+        json_answer(json!({"jsonrpc": "2.0", "id": request["id"], "result": {"content": blocks}}))
     }))
     .await;
     let binding = |name: &str, server: Value, tool: &str| {

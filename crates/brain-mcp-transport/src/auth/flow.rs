@@ -131,6 +131,25 @@ fn check_workload_destination(
     }
 }
 
+/// The scopes a grant with no user asks for: the configured ones, else the server's
+/// (challenge, then resource metadata) without `offline_access` (such grants get no
+/// refresh tokens), and `more` on top (a step-up).
+async fn machine_scopes(
+    manager: &AuthorizationManager,
+    configured: &[String],
+    more: Vec<String>,
+) -> Vec<String> {
+    let mut scopes = if configured.is_empty() {
+        let mut selected = manager.select_initial_scopes(&[]).await;
+        selected.retain(|scope| scope != "offline_access");
+        selected
+    } else {
+        configured.to_vec()
+    };
+    union(&mut scopes, more);
+    scopes
+}
+
 /// The grant type of the JWT bearer grant (RFC 7523).
 const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 
@@ -600,16 +619,7 @@ impl Entry {
         else {
             return Err(failed("the authorization metadata is unknown"));
         };
-        let mut scopes = if grant.scopes.is_empty() {
-            // The server's (challenge, then resource metadata); client credentials have
-            // no refresh tokens, so no `offline_access`.
-            let mut selected = manager.select_initial_scopes(&[]).await;
-            selected.retain(|scope| scope != "offline_access");
-            selected
-        } else {
-            grant.scopes.clone()
-        };
-        union(&mut scopes, more);
+        let scopes = machine_scopes(manager, &grant.scopes, more).await;
         let resource = Some(self.url.clone());
         let config = match &grant.authentication {
             ClientAuthentication::Secret { secret, method } => {
@@ -757,14 +767,7 @@ impl Entry {
         else {
             return Err(failed("the authorization metadata is unknown"));
         };
-        let mut scopes = if grant.scopes.is_empty() {
-            let mut selected = manager.select_initial_scopes(&[]).await;
-            selected.retain(|scope| scope != "offline_access");
-            selected
-        } else {
-            grant.scopes.clone()
-        };
-        union(&mut scopes, more);
+        let scopes = machine_scopes(manager, &grant.scopes, more).await;
         check_workload_destination(
             grant.assertion.expose(),
             &metadata.token_endpoint,

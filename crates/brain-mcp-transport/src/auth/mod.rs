@@ -439,14 +439,20 @@ async fn bounded<T>(
     }
 }
 
+/// A delegated grant the server wants more scope for than the tenant granted: the tenant
+/// must authorize again.
+fn more_than_granted(scopes: &[String]) -> CallError {
+    errors::required(format!(
+        "the server still needs more scope ({}) than the tenant granted",
+        crate::secret::one_line(&scopes.join(" "), 200)
+    ))
+}
+
 /// The error when the server refused a call's `tools/call` a second time, after a new
 /// authorization: it is not sent a third time.
 fn refused_again(grant: &Grant, status: u16, scopes: &[String]) -> CallError {
     match (status, grant) {
-        (403, Grant::AuthorizationCode(_)) => errors::required(format!(
-            "the server still needs more scope ({}) than the tenant granted",
-            crate::secret::one_line(&scopes.join(" "), 200)
-        )),
+        (403, Grant::AuthorizationCode(_)) => more_than_granted(scopes),
         (403, _) => errors::failed(format!(
             "the server refused the call again for want of scope ({}), after a step-up",
             crate::secret::one_line(&scopes.join(" "), 200)
@@ -460,10 +466,7 @@ fn refused_again(grant: &Grant, status: u16, scopes: &[String]) -> CallError {
 /// The error once an operation used up its authorizations.
 fn exhausted(grant: &Grant, status: u16, scopes: &[String]) -> CallError {
     match (status, grant) {
-        (403, Grant::AuthorizationCode(_)) => errors::required(format!(
-            "the server still needs more scope ({}) than the tenant granted",
-            crate::secret::one_line(&scopes.join(" "), 200)
-        )),
+        (403, Grant::AuthorizationCode(_)) => more_than_granted(scopes),
         (403, _) => errors::failed(format!(
             "the server still needs more scope ({}) after {MAX_AUTHORIZATIONS} authorizations",
             crate::secret::one_line(&scopes.join(" "), 200)
