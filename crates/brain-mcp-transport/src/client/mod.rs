@@ -200,7 +200,9 @@ impl ClientOptions {
 pub struct ClientStats {
     /// Calls running now.
     pub calls_in_flight: usize,
-    /// Background tasks (session closes, stdio reapers and drains) not finished yet.
+    /// Background tasks (session closes, stdio reapers and drains, warm contexts being
+    /// opened, and the warm pool's sweeper while the pool remembers a server) not
+    /// finished yet. `shutdown` ends them all.
     pub background_tasks: usize,
     /// stdio child processes not reaped yet.
     pub child_processes: usize,
@@ -374,7 +376,7 @@ impl McpClient {
             match context::call(shared, warm, request).await {
                 // A warm context the server no longer knows (an expired session, a
                 // process that died): the call was provably not run, so it moves to a
-                // fresh context, once.
+                // fresh context, if its one resend is still there.
                 Err(error)
                     if error.delivery() == Delivery::NotSent
                         && retry_cold(&error, &request.endpoint)
