@@ -18,7 +18,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         "build",
         "--quiet",
         "-p",
-        "mcp-tools",
+        "brain-mcp-tools",
         "-p",
         "brain-mcp-testkit",
         "--bins",

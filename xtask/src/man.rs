@@ -8,7 +8,14 @@ use crate::util;
 /// The subcommand.
 pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     anyhow::ensure!(args.is_empty(), "man takes no arguments");
-    util::run(util::cargo().args(["build", "--quiet", "-p", "mcp-tools", "--bin", "mcp-tools"]))?;
+    util::run(util::cargo().args([
+        "build",
+        "--quiet",
+        "-p",
+        "brain-mcp-tools",
+        "--bin",
+        "mcp-tools",
+    ]))?;
     let out = util::target_dir().join("man");
     util::run(
         std::process::Command::new(util::target_dir().join("debug/mcp-tools"))

@@ -106,6 +106,9 @@ fn clippy() -> anyhow::Result<()> {
     ]))
 }
 
+/// The repository every published crate names (the workspace's).
+const REPOSITORY: &str = "https://github.com/brain-dev/brain-mcp-tools";
+
 /// The crates that publish, in dependency order; every other member is `publish = false`.
 const PUBLISHED: &[&str] = &[
     "brain-tools-config",
@@ -113,7 +116,7 @@ const PUBLISHED: &[&str] = &[
     "brain-tools-events",
     "brain-mcp-transport",
     "brain-tools",
-    "mcp-tools",
+    "brain-mcp-tools",
 ];
 
 /// What a package may hold besides `src/` and `examples/`.
@@ -207,6 +210,15 @@ fn package() -> anyhow::Result<()> {
         }
     }
     anyhow::ensure!(problems.is_empty(), "{}", problems.join("; "));
+    forget_unpacked_packages(&versions)?;
+    // Their build artifacts too: cargo takes a registry crate of a known version as
+    // unchanged, so it would link the first run's build of the overlay's copy.
+    let mut clean = util::cargo();
+    clean.args(["clean", "--quiet"]);
+    for name in PUBLISHED {
+        clean.args(["-p", name]);
+    }
+    util::run(&mut clean)?;
     let mut command = util::cargo();
     command.args(["package", "--allow-dirty"]);
     for name in PUBLISHED {
@@ -239,6 +251,18 @@ fn semver() -> anyhow::Result<()> {
             .with_context(|| format!("cargo info {name}"))?;
         let stderr = String::from_utf8_lossy(&output.stderr);
         if output.status.success() {
+            // A name on the registry is ours only if it names our repository: another
+            // project's crate of the same name is a name we cannot publish under.
+            let info = String::from_utf8_lossy(&output.stdout);
+            let repository = info
+                .lines()
+                .find_map(|line| line.strip_prefix("repository:"))
+                .map(str::trim);
+            anyhow::ensure!(
+                repository == Some(REPOSITORY),
+                "{name} on the registry is another project's ({}): rename the package to publish it",
+                repository.unwrap_or("no repository")
+            );
             released.push(*name);
         } else if stderr.contains("could not find") {
             eprintln!(
@@ -260,6 +284,40 @@ fn semver() -> anyhow::Result<()> {
         command.args(["-p", name]);
     }
     util::run(&mut command)
+}
+
+/// Removes what an earlier `cargo package` unpacked of our crates (and, in the caller, what
+/// it built of them). Verification builds each
+/// crate against its siblings from a local registry overlay, which cargo unpacks under
+/// `$CARGO_HOME/registry/src/-<hash>/<name>-<version>` and never unpacks again for the same
+/// version: a later run would verify against the sources of the first (a crate that gained
+/// a type then fails to build against its sibling's old copy). Only those directories go:
+/// overlays are the ones whose name starts with `-`; crates.io's are untouched.
+fn forget_unpacked_packages(versions: &[(String, String)]) -> anyhow::Result<()> {
+    let home = std::env::var_os("CARGO_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME").map(|home| std::path::Path::new(&home).join(".cargo"))
+        });
+    let Some(sources) = home.map(|home| home.join("registry").join("src")) else {
+        return Ok(());
+    };
+    let Ok(registries) = std::fs::read_dir(&sources) else {
+        return Ok(());
+    };
+    for registry in registries.flatten() {
+        if !registry.file_name().to_string_lossy().starts_with('-') {
+            continue;
+        }
+        for (name, version) in versions {
+            let unpacked = registry.path().join(format!("{name}-{version}"));
+            if unpacked.is_dir() {
+                std::fs::remove_dir_all(&unpacked)
+                    .with_context(|| format!("cannot remove {}", unpacked.display()))?;
+            }
+        }
+    }
+    Ok(())
 }
 
 fn testkit_binaries() -> anyhow::Result<()> {
@@ -353,7 +411,7 @@ fn dependency_direction() -> anyhow::Result<()> {
         problems.push("brain-tools depends on rmcp directly".to_owned());
     }
     // The CLI uses only what a host could: brain-tools and the config crate.
-    let cli = dependencies("mcp-tools", true)?;
+    let cli = dependencies("brain-mcp-tools", true)?;
     for ours in [
         "brain-mcp-transport",
         "brain-tools-events",
@@ -361,7 +419,7 @@ fn dependency_direction() -> anyhow::Result<()> {
     ] {
         if cli.contains(ours) {
             problems.push(format!(
-                "mcp-tools depends on {ours} directly (a host would use brain-tools)"
+                "brain-mcp-tools (mcp-tools) depends on {ours} directly (a host would use brain-tools)"
             ));
         }
     }
