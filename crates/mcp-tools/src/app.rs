@@ -1,7 +1,15 @@
 //! One run: parse the command line, install the logs, run the command, map the outcome to
 //! the exit status.
 
-use std::{ffi::OsString, future::Future, process::ExitCode, time::Duration};
+use std::{
+    ffi::OsString,
+    fmt,
+    future::Future,
+    io::{self, Write},
+    process::ExitCode,
+    sync::OnceLock,
+    time::Duration,
+};
 
 use clap::Parser;
 
@@ -31,6 +39,33 @@ pub(crate) enum Exit {
 
 /// What a command gives back.
 pub(crate) type Outcome = Result<(), Exit>;
+
+/// The first failure to write to stdout (a reader that closed the pipe early), if any.
+static STDOUT_FAILED: OnceLock<String> = OnceLock::new();
+
+/// Writes to stdout without panicking (`print!` panics on a closed pipe). After a failure
+/// nothing more is written, and a run that would have succeeded exits 1 with the reason.
+pub(crate) fn write_stdout(args: fmt::Arguments<'_>) {
+    if STDOUT_FAILED.get().is_some() {
+        return;
+    }
+    let mut stdout = io::stdout().lock();
+    if let Err(error) = stdout.write_fmt(args).and_then(|()| stdout.flush()) {
+        let _ = STDOUT_FAILED.set(error.to_string());
+    }
+}
+
+/// `print!` through [`write_stdout`].
+macro_rules! out {
+    ($($arg:tt)*) => { $crate::app::write_stdout(format_args!($($arg)*)) };
+}
+
+/// `println!` through [`write_stdout`].
+macro_rules! outln {
+    ($($arg:tt)*) => { $crate::app::write_stdout(format_args!("{}\n", format_args!($($arg)*))) };
+}
+
+pub(crate) use {out, outln};
 
 /// Parses `args`, runs the command, and says how the process exits.
 pub(crate) fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
@@ -70,6 +105,10 @@ fn on_runtime(command: impl Future<Output = Outcome>) -> Outcome {
 }
 
 fn exit(outcome: Outcome) -> ExitCode {
+    let outcome = match (outcome, STDOUT_FAILED.get()) {
+        (Ok(()), Some(error)) => Err(Exit::Failed(format!("cannot write to stdout: {error}"))),
+        (outcome, _) => outcome,
+    };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(Exit::Failed(message)) => {

@@ -8,7 +8,7 @@ use brain_tools_config::{HostConfig, Loaded, McpAuth, McpServer, Target, ToolBin
 use serde_json::Value;
 
 use crate::{
-    app::{CLOSE_GRACE, Exit, Outcome},
+    app::{CLOSE_GRACE, Exit, Outcome, out, outln},
     auth,
     cli::CheckArgs,
     diff::diff,
@@ -42,7 +42,7 @@ pub(crate) async fn run(args: CheckArgs) -> Outcome {
     let live = if args.live {
         live(&args, &loaded).await
     } else {
-        println!(
+        outln!(
             "{}: {tools} tool binding{} OK",
             args.config.display(),
             if tools == 1 { "" } else { "s" }
@@ -66,7 +66,7 @@ fn check_models(args: &CheckArgs, loaded: &Loaded) -> Outcome {
         .map(|(index, binding)| Subject::of(index, binding))
         .collect();
     let report = models::check(&subjects, &args.models).map_err(Exit::Failed)?;
-    print!("{}", report.render());
+    out!("{}", report.render());
     if args.strict && !report.is_empty() {
         return Err(Exit::Failed(format!("{} (--strict)", report.count())));
     }
@@ -110,7 +110,7 @@ async fn grants(
         let authorization = auth::stored_authorization(tenant, server_auth)?;
         match client.grant_status(url, &authorization).await {
             Ok(GrantStatus::Stored(summary)) if summary.usable => {
-                println!(
+                outln!(
                     "{}: tenant {tenant}'s grant: {}",
                     names.join(", "),
                     login::describe(&summary)
@@ -119,7 +119,7 @@ async fn grants(
             }
             Ok(GrantStatus::Stored(summary)) => {
                 *missing += 1;
-                println!(
+                outln!(
                     "{}: tenant {tenant}'s grant can no longer be used ({}); run `{login}`",
                     names.join(", "),
                     login::describe(&summary)
@@ -127,7 +127,7 @@ async fn grants(
             }
             Ok(GrantStatus::Missing) => {
                 *missing += 1;
-                println!(
+                outln!(
                     "{}: tenant {tenant} has no grant for {url}; run `{login}`",
                     names.join(", ")
                 );
@@ -136,7 +136,7 @@ async fn grants(
             Ok(_) => usable.push(tenant.to_owned()),
             Err(error) => {
                 *missing += 1;
-                println!(
+                outln!(
                     "{}: cannot read tenant {tenant}'s grant: {}",
                     names.join(", "),
                     error.detail()
@@ -232,9 +232,10 @@ async fn live(args: &CheckArgs, loaded: &Loaded) -> Outcome {
         for binding in bindings {
             let Some(mcp) = binding.mcp() else { continue };
             let Some(tool) = found.tools.iter().find(|tool| tool.name == mcp.mcp_tool) else {
-                println!(
+                outln!(
                     "{}: the server no longer lists {:?}",
-                    binding.name, mcp.mcp_tool
+                    binding.name,
+                    mcp.mcp_tool
                 );
                 differences += 1;
                 continue;
@@ -270,14 +271,14 @@ async fn live(args: &CheckArgs, loaded: &Loaded) -> Outcome {
             let changed = lines.iter().any(|line| !line.starts_with("  note:"));
             if changed {
                 differences += 1;
-                println!("{} ({}):", binding.name, mcp.mcp_tool);
+                outln!("{} ({}):", binding.name, mcp.mcp_tool);
             } else if !lines.is_empty() {
-                println!("{} ({}): schemas match", binding.name, mcp.mcp_tool);
+                outln!("{} ({}): schemas match", binding.name, mcp.mcp_tool);
             } else {
-                println!("{} ({}): matches the server", binding.name, mcp.mcp_tool);
+                outln!("{} ({}): matches the server", binding.name, mcp.mcp_tool);
             }
             for line in lines {
-                println!("{line}");
+                outln!("{line}");
             }
         }
     }
@@ -308,6 +309,6 @@ async fn live(args: &CheckArgs, loaded: &Loaded) -> Outcome {
 
 fn report(bindings: &[&ToolBinding], message: &str) {
     for binding in bindings {
-        println!("{}: cannot compare: {message}", binding.name);
+        outln!("{}: cannot compare: {message}", binding.name);
     }
 }

@@ -3,7 +3,7 @@
 use clap::CommandFactory;
 
 use crate::{
-    app::{Exit, Outcome},
+    app::{Exit, Outcome, out},
     cli::{Cli, CompletionsArgs, ManpageArgs, Shell},
 };
 
@@ -15,7 +15,9 @@ pub(crate) fn completions(args: &CompletionsArgs) -> Outcome {
         Shell::Fish => clap_complete::Shell::Fish,
     };
     let mut command = Cli::command();
-    clap_complete::generate(shell, &mut command, "mcp-tools", &mut std::io::stdout());
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut command, "mcp-tools", &mut script);
+    out!("{}", String::from_utf8_lossy(&script));
     Ok(())
 }
 

@@ -10,7 +10,7 @@ use brain_tools::{
 use brain_tools_config::{HostConfig, McpServer, McpTarget, StdioCommand, Target, ToolBinding};
 
 use crate::{
-    app::{CLOSE_GRACE, Exit, Outcome},
+    app::{CLOSE_GRACE, Exit, Outcome, out, outln},
     auth,
     cli::{DiscoverArgs, DiscoveryLimits, EraArg},
     input, merge,
@@ -263,7 +263,7 @@ fn output(
                 Exit::Failed(format!("cannot write {shown}: {error}; it is unchanged"))
             })?;
         }
-        print!("{}", merge::summary(&plan, &shown));
+        out!("{}", merge::summary(&plan, &shown));
         return Ok(());
     }
 
@@ -276,7 +276,7 @@ fn output(
     models(args, &subjects)?;
     let json = serde_json::to_string_pretty(&bindings)
         .map_err(|error| Exit::Failed(format!("cannot print the bindings: {error}")))?;
-    println!("{json}");
+    outln!("{json}");
     Ok(())
 }
 

@@ -10,7 +10,7 @@ use brain_tools::{ClientOptions, ErrorKind, GrantStatus, StoredGrantSummary};
 use brain_tools_config::McpAuth;
 
 use crate::{
-    app::{CLOSE_GRACE, Exit, Outcome},
+    app::{CLOSE_GRACE, Exit, Outcome, outln},
     auth::{self, LoopbackAuthorizer, Protected},
     cli::{GrantTarget, LoginArgs, LogoutArgs},
     discover::{client, era},
@@ -96,7 +96,7 @@ pub(crate) async fn login(args: LoginArgs) -> Outcome {
     client.shutdown(CLOSE_GRACE).await;
     match authorized {
         Ok(GrantStatus::Stored(summary)) => {
-            println!(
+            outln!(
                 "tenant {tenant} is authorized for {}: {}; stored in {}",
                 target.url,
                 describe(&summary),
@@ -105,7 +105,7 @@ pub(crate) async fn login(args: LoginArgs) -> Outcome {
             Ok(())
         }
         Ok(GrantStatus::AtCallTime) => {
-            println!(
+            outln!(
                 "{}: a token was obtained for tenant {tenant}; {} tokens are obtained at call time, so nothing is stored",
                 target.url,
                 target.auth.type_name()
@@ -156,18 +156,18 @@ pub(crate) async fn logout(args: LogoutArgs) -> Outcome {
         ))
     })?;
     match (&target.auth, removed) {
-        (McpAuth::OAuth(_), 0) => println!(
+        (McpAuth::OAuth(_), 0) => outln!(
             "tenant {tenant} had no grant for {} in {}; nothing to remove",
             target.url,
             dir.display()
         ),
-        (McpAuth::OAuth(_), removed) => println!(
+        (McpAuth::OAuth(_), removed) => outln!(
             "removed {removed} grant{} of tenant {tenant} for {} from {}",
             if removed == 1 { "" } else { "s" },
             target.url,
             dir.display()
         ),
-        (auth, _) => println!(
+        (auth, _) => outln!(
             "{}: {} tokens are kept in memory only, never stored; nothing to remove",
             target.url,
             auth.type_name()

@@ -164,3 +164,40 @@ async fn a_config_past_64_mib_is_refused_without_reading_it_all() {
         assert!(run.elapsed < Duration::from_secs(10), "{:?}", run.elapsed);
     }
 }
+
+/// A reader that closed stdout before anything was written (`mcp-tools ... | head -c 0`):
+/// each command says so on stderr and exits 1; nothing panics.
+#[tokio::test]
+async fn a_closed_stdout_is_exit_1_with_one_line_not_a_panic() {
+    let server = server(Era::Legacy).await;
+    let url = server.url();
+    let dir = tempfile::tempdir().unwrap();
+    let path = crate::support::config(&dir, crate::support::discovered(&url, "echo").await);
+    let cases: [&[&str]; 3] = [
+        &["-url", &url, "-tenant", "local", "-tools", "echo"],
+        &["check", "--config", &path],
+        &["completions", "bash"],
+    ];
+    for args in cases {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-tools"))
+            .args(args)
+            .env_remove("RUST_LOG")
+            .stdin(std::process::Stdio::null())
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+            .wait_with_output()
+            .await
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert!(
+            stderr.ends_with("mcp-tools: cannot write to stdout: Broken pipe (os error 32)\n"),
+            "{args:?}: {stderr}"
+        );
+    }
+}
