@@ -289,6 +289,11 @@ pub enum Problem {
         /// What to do.
         fix: &'static str,
     },
+    /// A `command.env` key that no environment can hold: empty, or with `=` or NUL in it.
+    BadEnvKey,
+    /// A string passed to the operating system (a program, an argument, an environment
+    /// value, a directory) with a NUL character in it.
+    NulCharacter,
     /// `scopes` is an empty list.
     NoScopes,
     /// A scope with whitespace or a control character in it.
@@ -418,6 +423,8 @@ impl Problem {
                 None => "remove it".into(),
             },
             Problem::NotApplicable { fix, .. } => (*fix).into(),
+            Problem::BadEnvKey => "name the variable, e.g. \"LOG_LEVEL\"".into(),
+            Problem::NulCharacter => "remove the NUL character (\\u0000)".into(),
             Problem::NoScopes => {
                 "list the scopes to request, or remove scopes to request the ones the server asks for".into()
             }
@@ -429,8 +436,40 @@ impl Problem {
     }
 }
 
+/// Values quoted in a message come from the config or from a server's schema: control
+/// characters, bidirectional controls and zero-width characters in them are written as
+/// `\u{..}` escapes, so a message stays one line and cannot drive a terminal.
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.describe(&mut Escaped(f))
+    }
+}
+
+/// A writer that escapes what [`needs_escape`] names.
+struct Escaped<'a, 'b>(&'a mut fmt::Formatter<'b>);
+
+impl fmt::Write for Escaped<'_, '_> {
+    fn write_str(&mut self, text: &str) -> fmt::Result {
+        for c in text.chars() {
+            if needs_escape(c) {
+                write!(self.0, "\\u{{{:x}}}", u32::from(c))?;
+            } else {
+                fmt::Write::write_char(self.0, c)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Control characters, and the format characters that reorder or hide text around them
+/// (bidirectional embeddings, overrides, isolates and marks; zero-width characters).
+fn needs_escape(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
+}
+
+impl Problem {
+    fn describe(&self, f: &mut impl fmt::Write) -> fmt::Result {
         match self {
             Problem::NotUtf8 { offset } => {
                 write!(f, "is not UTF-8 (invalid byte at offset {offset})")
@@ -525,6 +564,12 @@ impl fmt::Display for Problem {
                 Ok(())
             }
             Problem::NotApplicable { reason, .. } => f.write_str(reason),
+            Problem::BadEnvKey => {
+                f.write_str("is not an environment variable name (it is empty, or holds = or NUL)")
+            }
+            Problem::NulCharacter => {
+                f.write_str("holds a NUL character, which no program can be given")
+            }
             Problem::NoScopes => f.write_str("must list at least one scope"),
             Problem::BadScope => {
                 f.write_str("must be one scope, without spaces or control characters")

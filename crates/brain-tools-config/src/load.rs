@@ -86,12 +86,15 @@ impl HostConfig {
                 },
             ));
         }
-        let bytes = bytes.strip_prefix(BYTE_ORDER_MARK).unwrap_or(bytes);
+        let (bom, bytes) = match bytes.strip_prefix(BYTE_ORDER_MARK) {
+            Some(rest) => (BYTE_ORDER_MARK.len(), rest),
+            None => (0, bytes),
+        };
         let text = std::str::from_utf8(bytes).map_err(|error| {
             single(
                 &root,
                 Problem::NotUtf8 {
-                    offset: error.valid_up_to(),
+                    offset: bom + error.valid_up_to(),
                 },
             )
         })?;
@@ -880,6 +883,7 @@ impl Loader<'_> {
         let env = self.string_map(&command, "env");
         let cwd = self.optional_string(&command, "cwd");
         let inherit_env = self.optional_bool(&command, "inherit_env");
+        self.operating_system_strings(&command, program.as_deref(), &args, &env, cwd.as_deref());
         if self.errors.len() > errors_before {
             return None;
         }
@@ -890,6 +894,41 @@ impl Loader<'_> {
             cwd,
             inherit_env: inherit_env.unwrap_or(false),
         })
+    }
+
+    /// What the operating system cannot take: a NUL anywhere, an environment key that is
+    /// empty or holds `=` (it would set another variable than the one written).
+    fn operating_system_strings(
+        &mut self,
+        command: &Fields<'_>,
+        program: Option<&str>,
+        args: &[String],
+        env: &[(String, String)],
+        cwd: Option<&str>,
+    ) {
+        let tool = command.tool.as_deref();
+        let nul = |loader: &mut Self, path: Path, value: &str| {
+            if value.contains('\0') {
+                loader.error(&path, tool, Problem::NulCharacter);
+            }
+        };
+        if let Some(program) = program {
+            nul(self, command.at("program"), program);
+        }
+        for (index, arg) in args.iter().enumerate() {
+            nul(self, command.at("args").index(index), arg);
+        }
+        for (key, value) in env {
+            let path = command.at("env").key(key);
+            if key.is_empty() || key.contains(['=', '\0']) {
+                self.error(&path, tool, Problem::BadEnvKey);
+            } else {
+                nul(self, path, value);
+            }
+        }
+        if let Some(cwd) = cwd {
+            nul(self, command.at("cwd"), cwd);
+        }
     }
 
     fn string_list(&mut self, fields: &Fields<'_>, field: &str) -> Vec<String> {

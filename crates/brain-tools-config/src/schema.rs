@@ -80,45 +80,62 @@ impl std::error::Error for SchemaError {}
 /// draft; a `$ref` outside the document, an unknown `$schema` or a schema that does not
 /// compile is an error. The schema itself is not changed.
 pub fn compile_schema(schema: &Value) -> Result<CompiledSchema, SchemaError> {
-    let mut problems = Vec::new();
-    check_references(schema, &Path::root(), &mut problems);
-    if let Some((path, problem)) = problems.into_iter().next() {
-        return Err(SchemaError {
-            path: path.to_string(),
-            problem,
-        });
-    }
-    compile_checked(schema, &Path::root())
+    examine(schema, &Path::root())
         .map(|validator| CompiledSchema { validator })
-        .map_err(|(path, problem)| SchemaError {
-            path: path.to_string(),
-            problem,
+        .map_err(|problems| {
+            let (path, problem) = problems
+                .into_iter()
+                .next()
+                .expect("a schema that does not compile has a problem");
+            SchemaError {
+                path: path.to_string(),
+                problem,
+            }
         })
 }
 
-/// Every problem of a schema at `path`: the dialect, each external reference, and (only
-/// when those pass) compilation.
+/// Every problem of a schema at `path`: the dialect, each external reference, each place
+/// that breaks the dialect's meta-schema, and (only when there is none of those)
+/// compilation.
 pub(crate) fn schema_problems(schema: &Value, path: &Path) -> Vec<(Path, Problem)> {
-    let mut problems = Vec::new();
-    check_references(schema, path, &mut problems);
-    if problems.is_empty()
-        && let Err(problem) = compile_checked(schema, path)
-    {
-        problems.push(problem);
-    }
-    problems
+    examine(schema, path).err().unwrap_or_default()
 }
 
-fn compile_checked(schema: &Value, path: &Path) -> Result<Validator, (Path, Problem)> {
+/// At most this many meta-schema violations are reported per schema.
+const MAX_META_PROBLEMS: usize = 20;
+
+fn examine(schema: &Value, path: &Path) -> Result<Validator, Vec<(Path, Problem)>> {
+    let mut problems = Vec::new();
+    check_references(schema, path, &mut problems);
     if let Some(uri) = schema.get("$schema").and_then(Value::as_str)
         && Draft::default().detect(schema) == Draft::Unknown
     {
-        return Err((
+        problems.push((
             path.key("$schema"),
             Problem::UnknownDialect {
                 uri: uri.to_owned(),
             },
         ));
+        // No meta-schema to check the rest against.
+        return Err(problems);
+    }
+    // The dialect is known here, so the meta-schema is one of the bundled drafts.
+    if let Ok(meta) = jsonschema::meta::validator_for(schema) {
+        problems.extend(
+            meta.iter_errors(schema)
+                .take(MAX_META_PROBLEMS)
+                .map(|error| {
+                    (
+                        pointer_path(schema, error.instance_path().as_str(), path),
+                        Problem::InvalidSchema {
+                            reason: error.to_string(),
+                        },
+                    )
+                }),
+        );
+    }
+    if !problems.is_empty() {
+        return Err(problems);
     }
     jsonschema::options()
         .offline()
@@ -126,12 +143,12 @@ fn compile_checked(schema: &Value, path: &Path) -> Result<Validator, (Path, Prob
         .map_err(|error| {
             // A schema that fails its meta-schema reports where, as a pointer into the schema.
             let at = pointer_path(schema, error.instance_path().as_str(), path);
-            (
+            vec![(
                 at,
                 Problem::InvalidSchema {
                     reason: error.to_string(),
                 },
-            )
+            )]
         })
 }
 
