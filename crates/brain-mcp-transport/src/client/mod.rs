@@ -44,7 +44,12 @@ const LINE_HEADROOM: usize = 64 * 1024;
 /// `npx` or `uvx` can take many seconds to start.
 const WARM_OPEN_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Options of an [`McpClient`]: `ClientOptions::default()`, then the setters.
+/// The longest duration a [`ClientOptions`] setter keeps (a year): a longer one (say
+/// `Duration::MAX`, meaning "never") would overflow the clock when added to now.
+const LONGEST_BOUND: Duration = Duration::from_secs(365 * 24 * 60 * 60);
+
+/// Options of an [`McpClient`]: `ClientOptions::default()`, then the setters. A duration
+/// longer than a year is taken as a year (`Duration::MAX` means "as long as can be").
 #[derive(Debug, Clone)]
 pub struct ClientOptions {
     era: EraPreference,
@@ -102,7 +107,7 @@ impl ClientOptions {
     /// age. The `ttlMs` of a `server/discover` answer is not used: servers send 0 ("do
     /// not cache this answer"), which would cost a probe per call for what rarely changes.
     pub fn discovery_ttl(mut self, ttl: Duration) -> Self {
-        self.discovery_ttl = ttl;
+        self.discovery_ttl = ttl.min(LONGEST_BOUND);
         self
     }
 
@@ -136,14 +141,14 @@ impl ClientOptions {
     /// Bound on closing a context after its call: the cancel notice and `DELETE`
     /// (default 5 s).
     pub fn close_timeout(mut self, bound: Duration) -> Self {
-        self.close_timeout = bound;
+        self.close_timeout = bound.min(LONGEST_BOUND);
         self
     }
 
     /// How long a stdio server gets to exit after its stdin closes before its process
     /// group is killed (default 2 s).
     pub fn stdio_grace(mut self, grace: Duration) -> Self {
-        self.stdio_grace = grace;
+        self.stdio_grace = grace.min(LONGEST_BOUND);
         self
     }
 
@@ -189,7 +194,7 @@ impl ClientOptions {
     /// How long a warm context waits for a call before it is closed (default 30 s);
     /// a server whose calls come further apart than this keeps nothing warm.
     pub fn warm_idle(mut self, idle: Duration) -> Self {
-        self.warm.idle = idle;
+        self.warm.idle = idle.min(LONGEST_BOUND);
         self
     }
 }
@@ -368,7 +373,13 @@ impl McpClient {
         noted: &mut bool,
     ) -> Result<CallOutcome, CallError> {
         let shared = &self.inner.shared;
-        if let Some(warm) = key.and_then(|key| self.take_warm(key, request)) {
+        // A call already cancelled or past its deadline ends before anything is sent: it
+        // takes no warm context (and starts no refill).
+        let live = !request.cancel.is_cancelled() && Instant::now() < request.deadline;
+        if let Some(warm) = key
+            .filter(|_| live)
+            .and_then(|key| self.take_warm(key, request))
+        {
             if let Some(key @ PoolKey::Http(_)) = key {
                 self.note_and_refill(key, &request.endpoint);
                 *noted = true;

@@ -54,12 +54,18 @@ pub(super) enum Warm {
 }
 
 impl Warm {
-    /// Whether it can still serve a call (a stdio server may have exited meanwhile, a
-    /// session's transport may have ended).
+    /// Whether it can still serve a call: a session's transport may have ended, a stdio
+    /// server may have exited meanwhile, or sent something outside a call that ended our
+    /// reading of it (over budget, a line too long, an answer without an id) while the
+    /// process lives on.
     fn usable(&self) -> bool {
         match self {
             Warm::Legacy(session) => session.is_open(),
-            Warm::Stdio(session) => !session.has_exited(),
+            Warm::Stdio(session) => {
+                !session.has_exited()
+                    && !session.peer().is_transport_closed()
+                    && session.failure().is_none()
+            }
         }
     }
 }
@@ -193,12 +199,18 @@ impl Pool {
             return Some(context);
         };
         entry.opening = entry.opening.saturating_sub(1);
-        if entry.idle.len() >= self.settings.per_server {
+        let now = Instant::now();
+        // A context that took long to open (a slow launcher) is not kept for a server
+        // that has not been called within the idle bound since.
+        let called_lately = entry
+            .last_call
+            .is_some_and(|last| now.duration_since(last) < self.settings.idle);
+        if entry.idle.len() >= self.settings.per_server || !called_lately {
             return Some(context);
         }
         entry.idle.push_back(Idle {
             context,
-            since: Instant::now(),
+            since: now,
         });
         None
     }

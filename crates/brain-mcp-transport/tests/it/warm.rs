@@ -7,7 +7,7 @@ use brain_mcp_testkit::{Era, ServerOptions, TestServer};
 use brain_mcp_transport::{ClientOptions, Endpoint, EraPreference, McpClient, StdioEndpoint};
 use serde_json::json;
 
-use crate::support::{call, client_with};
+use crate::support::{call, client_with, request, run};
 
 async fn legacy_server() -> (TestServer, Endpoint) {
     let server = TestServer::start(ServerOptions {
@@ -122,6 +122,49 @@ async fn calls_further_apart_than_the_idle_bound_keep_nothing_warm() {
         3,
         "one session per call, no more"
     );
+    client.shutdown(Duration::from_secs(5)).await;
+}
+
+/// A call cancelled before it starts sends nothing: it leaves the warm session for the
+/// next call and opens no other.
+#[tokio::test]
+async fn a_call_cancelled_before_it_starts_takes_no_warm_session() {
+    let (server, endpoint) = legacy_server().await;
+    let client = client_with(ClientOptions::default().era(EraPreference::Legacy));
+    for _ in 0..2 {
+        call(&client, &endpoint, "echo", json!({"message": "x"})).await;
+    }
+    until_warm(&client, 1).await;
+    let opened = server.counters().sessions_opened;
+    let cancelled = request(
+        &endpoint,
+        "echo",
+        json!({"message": "y"}),
+        "c2",
+        Duration::from_secs(10),
+    );
+    cancelled.cancel.cancel();
+    let ran = run(&client, cancelled).await;
+    let error = ran.outcome.expect_err("a cancelled call fails");
+    assert_eq!(
+        error.kind(),
+        brain_mcp_transport::ErrorKind::Cancelled,
+        "{error:?}"
+    );
+    let stats = client.stats();
+    assert_eq!(
+        (stats.warm_contexts, stats.warm_served),
+        (1, 0),
+        "{stats:?}"
+    );
+    assert_eq!(
+        server.counters().sessions_opened,
+        opened,
+        "no session opened"
+    );
+    let ran = call(&client, &endpoint, "echo", json!({"message": "z"})).await;
+    assert_eq!(ran.text(), "z");
+    assert_eq!(client.stats().warm_served, 1, "the next call took it");
     client.shutdown(Duration::from_secs(5)).await;
 }
 
