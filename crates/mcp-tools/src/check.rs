@@ -175,7 +175,7 @@ async fn live(args: &CheckArgs, loaded: &Loaded) -> Outcome {
             McpServer::Http { token_env, .. } => token_env.as_deref(),
             _ => None,
         };
-        let bearer = match token(token_env) {
+        let bearer = match token(token_env, "the token_env of these bindings") {
             Ok(bearer) => bearer,
             Err(Exit::Failed(message)) => {
                 report(&bindings, &message);

@@ -226,7 +226,8 @@ pub(crate) struct DiscoverArgs {
     )]
     pub(crate) url: Option<String>,
 
-    /// An installed stdio server to start instead: the program and its arguments.
+    /// An installed stdio server to start instead: the program and its arguments, split as
+    /// a POSIX shell splits words (quote a path or an argument with spaces in it).
     #[arg(long, value_name = "COMMAND", conflicts_with = "config")]
     pub(crate) command: Option<String>,
 

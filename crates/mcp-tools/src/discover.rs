@@ -58,23 +58,28 @@ pub(crate) fn era(era: EraArg) -> EraPreference {
     }
 }
 
-/// The bearer from the variable `-token-env` names; an unset variable is an error
-/// before anything connects.
-pub(crate) fn token(token_env: Option<&str>) -> Result<Option<Secret>, Exit> {
+/// The bearer from the variable `token_env` names (`named_by` says where the name came
+/// from: "-token-env", or a binding's field); an unset variable is an error before anything
+/// connects.
+pub(crate) fn token(token_env: Option<&str>, named_by: &str) -> Result<Option<Secret>, Exit> {
     let Some(name) = token_env else {
         return Ok(None);
     };
     match std::env::var(name) {
         Ok(token) if !token.is_empty() => Ok(Some(Secret::new(token))),
         _ => Err(Exit::Failed(format!(
-            "{name} is not set: export the server's API key in it (it is named by -token-env)"
+            "{name} is not set: export the server's API key in it (it is named by {named_by})"
         ))),
     }
 }
 
-/// A stdio command line, split on whitespace.
+/// A stdio command line, split into words as a POSIX shell splits them (quotes and
+/// backslashes; no expansions).
 pub(crate) fn stdio_command(command: &str) -> Result<StdioCommand, Exit> {
-    let mut words = command.split_whitespace();
+    let words = shlex::split(command).ok_or_else(|| {
+        Exit::Usage("--command has an unclosed quote or a trailing backslash".into())
+    })?;
+    let mut words = words.into_iter();
     let program = words
         .next()
         .ok_or_else(|| Exit::Usage("--command needs a program".into()))?;
@@ -151,7 +156,7 @@ pub(crate) async fn run(args: DiscoverArgs) -> Outcome {
         McpServer::Http { token_env, .. } => token_env.as_deref(),
         _ => None,
     };
-    let bearer = token(token_env)?;
+    let bearer = token(token_env, "-token-env")?;
     let endpoint = endpoint(&server, bearer);
     let described = endpoint.describe();
     let mut request = args.limits.request(endpoint);
@@ -435,6 +440,32 @@ fn review(bindings: &[ToolBinding]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_command_line_is_split_as_a_shell_splits_words() {
+        let cases: [(&str, &str, &[&str]); 5] = [
+            ("npx -y server", "npx", &["-y", "server"]),
+            ("  srv   a\tb ", "srv", &["a", "b"]),
+            (
+                r#""/opt/my server/run" --name "a b""#,
+                "/opt/my server/run",
+                &["--name", "a b"],
+            ),
+            ("srv 'it''s' \\$HOME", "srv", &["its", "\\$HOME"]),
+            (r#"srv --token="x y""#, "srv", &["--token=x y"]),
+        ];
+        for (line, program, args) in cases {
+            let command = stdio_command(line).unwrap();
+            assert_eq!(command.program, program, "{line}");
+            assert_eq!(command.args, args, "{line}");
+        }
+        for line in ["", "   ", "srv 'open", "srv \\"] {
+            assert!(
+                matches!(stdio_command(line), Err(Exit::Usage(_))),
+                "{line:?} is a usage error"
+            );
+        }
+    }
 
     fn listed(name: &'static str, task_support: Option<&'static str>) -> Listed<'static> {
         Listed { name, task_support }
