@@ -433,3 +433,57 @@ async fn a_call_dropped_during_the_handshake_ends_its_requests() {
     assert_eq!(client.stats().background_tasks, 0);
     assert_eq!(server.counters().method("tools/call"), 0);
 }
+
+/// An answer in an SSE stream that is odd but legal (an unknown field, a line without a
+/// colon, a repeated id, a retry that is not a number, invalid UTF-8 in a log event before
+/// the result) is read as the HTML Standard says, not taken for a broken connection.
+#[tokio::test]
+async fn legal_but_unusual_sse_answers_are_read() {
+    use serde_json::Value;
+    use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate, matchers::method};
+
+    struct Odd;
+
+    impl Respond for Odd {
+        fn respond(&self, request: &Request) -> ResponseTemplate {
+            let body: Value = serde_json::from_slice(&request.body).unwrap_or_default();
+            let id = body["id"].clone();
+            if id.is_null() {
+                return ResponseTemplate::new(202);
+            }
+            let answer = ResponseTemplate::new(200).insert_header("mcp-session-id", "s-1");
+            if body["method"] == "initialize" {
+                return answer.set_body_json(json!({"jsonrpc": "2.0", "id": id, "result": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "odd", "version": "1"}
+                }}));
+            }
+            let result = json!({"jsonrpc": "2.0", "id": id, "result": {
+                "content": [{"type": "text", "text": "fine"}]
+            }});
+            let mut stream = Vec::new();
+            stream.extend_from_slice(b": hello\r\nfoo: bar\r\ndata\r\n\r\n");
+            stream.extend_from_slice(
+                b"data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":\"caf\xE9\"}}\n\n",
+            );
+            stream.extend_from_slice(b"event: message\nid: 1\nid: 2\nretry: soon\n");
+            stream.extend_from_slice(format!("data: {result}\n\n").as_bytes());
+            answer.set_body_raw(stream, "text/event-stream")
+        }
+    }
+
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(Odd)
+        .mount(&server)
+        .await;
+    Mock::given(method("DELETE"))
+        .respond_with(ResponseTemplate::new(200))
+        .mount(&server)
+        .await;
+    let endpoint = Endpoint::http(format!("{}/mcp", server.uri()), None);
+    let client = cold_client(EraPreference::Legacy);
+    let ran = call(&client, &endpoint, "echo", json!({})).await;
+    assert_eq!(ran.text(), "fine", "{:?}", ran.outcome);
+}

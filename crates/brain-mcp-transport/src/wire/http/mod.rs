@@ -25,6 +25,7 @@ mod config;
 mod post;
 mod session;
 mod sse_filter;
+mod sse_parse;
 mod stream;
 
 use std::{

@@ -28,7 +28,7 @@ use crate::{
 /// How much of an error body is read to find a JSON-RPC error in it.
 const ERROR_BODY_LIMIT: usize = 64 * 1024;
 /// Why an answer to a request is not one.
-const NO_ANSWER: &str = "HTTP 202 and no answer to a request";
+const NO_ANSWER: &str = "no answer to a request (HTTP 202 or 204, no body)";
 const NOT_AN_ANSWER: &str = "a notification instead of an answer";
 const MALFORMED_JSON: &str = "a malformed JSON body";
 pub(super) const UNEXPECTED_CONTENT_TYPE: &str = "an unexpected content type";

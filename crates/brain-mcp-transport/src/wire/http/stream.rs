@@ -19,7 +19,7 @@ use rmcp::{
     model::RequestId,
     transport::streamable_http_client::{SseError, StreamableHttpError},
 };
-use sse_stream::{Sse, SseStream};
+use sse_stream::Sse;
 
 use super::{
     EVENT_STREAM, HttpBackend, HttpError, Resend, Result, SessionTracker,
@@ -176,8 +176,8 @@ impl HttpBackend {
             failed: false,
         };
         let lifetime = self.lifetime.clone();
-        let events = SseStream::from_bytes_stream(bytes)
-            .take_until(async move { lifetime.cancelled().await });
+        let events =
+            super::sse_parse::events(bytes).take_until(async move { lifetime.cancelled().await });
         let backend = self.clone();
         let Some(CallStream {
             key,
