@@ -451,7 +451,7 @@ mod tests {
                 "/opt/my server/run",
                 &["--name", "a b"],
             ),
-            ("srv 'it''s' \\$HOME", "srv", &["its", "\\$HOME"]),
+            ("srv 'it''s' \\$HOME", "srv", &["its", "$HOME"]),
             (r#"srv --token="x y""#, "srv", &["--token=x y"]),
         ];
         for (line, program, args) in cases {

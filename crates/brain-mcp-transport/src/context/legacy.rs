@@ -10,7 +10,7 @@ use std::{sync::Arc, time::Duration};
 
 use rmcp::{
     Peer, RoleClient,
-    model::RequestId,
+    model::{ProtocolVersion, RequestId},
     service::{ClientInitializeError, RunningService, serve_client},
     transport::{StreamableHttpClientTransport, streamable_http_client::StreamableHttpClient},
 };
@@ -118,6 +118,10 @@ pub(crate) async fn open(
         Ok(running) => {
             let peer = running.peer().clone();
             closing.running = Some(running);
+            if let Some(error) = unsupported_version(&peer) {
+                // Dropping `closing` closes the session.
+                return Err(error);
+            }
             if shared.standalone_stream {
                 // Server requests outside a call arrive on the standalone stream: let it
                 // open before the call goes out.
@@ -145,6 +149,30 @@ pub(crate) async fn open(
             })
         }
     }
+}
+
+/// The version a server answered `initialize` with, when it is not one this client
+/// speaks in a session: the spec's client should then disconnect, rather than carry on
+/// in a revision it does not know (and send the server's string back as a header).
+fn unsupported_version(peer: &Peer<RoleClient>) -> Option<CallError> {
+    let version = peer.peer_info()?.protocol_version.clone();
+    if version.has_initialize() && ProtocolVersion::KNOWN_VERSIONS.contains(&version) {
+        return None;
+    }
+    let shown: String = version.as_str().chars().take(40).collect();
+    Some(CallError::new(
+        ErrorKind::Protocol,
+        Delivery::NotSent,
+        format!(
+            "the server answered initialize with protocol version {shown:?}, which is not one a session speaks ({})",
+            ProtocolVersion::KNOWN_VERSIONS
+                .iter()
+                .filter(|known| known.has_initialize())
+                .map(ProtocolVersion::as_str)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    ))
 }
 
 /// A session's close, started once: explicitly, or when dropped.

@@ -487,3 +487,68 @@ async fn legal_but_unusual_sse_answers_are_read() {
     let ran = call(&client, &endpoint, "echo", json!({})).await;
     assert_eq!(ran.text(), "fine", "{:?}", ran.outcome);
 }
+
+/// A server that answers `initialize` with a version no session speaks (unknown, or the
+/// 2026-07-28 revision, which has no handshake) is left at once: `protocol`, `not_sent`,
+/// no `tools/call`, and its session deleted.
+#[tokio::test]
+async fn an_unknown_protocol_version_ends_the_handshake() {
+    use serde_json::Value;
+    use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate, matchers::method};
+
+    struct Answers(&'static str);
+
+    impl Respond for Answers {
+        fn respond(&self, request: &Request) -> ResponseTemplate {
+            let body: Value = serde_json::from_slice(&request.body).unwrap_or_default();
+            if body["id"].is_null() {
+                return ResponseTemplate::new(202);
+            }
+            ResponseTemplate::new(200)
+                .insert_header("mcp-session-id", "s-1")
+                .set_body_json(json!({"jsonrpc": "2.0", "id": body["id"], "result": {
+                    "protocolVersion": self.0,
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "odd", "version": "1"}
+                }}))
+        }
+    }
+
+    for version in ["banana", "2099-01-01", "2026-07-28"] {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(Answers(version))
+            .mount(&server)
+            .await;
+        Mock::given(method("DELETE"))
+            .respond_with(ResponseTemplate::new(200))
+            .mount(&server)
+            .await;
+        let endpoint = Endpoint::http(format!("{}/mcp", server.uri()), None);
+        let client = cold_client(EraPreference::Legacy);
+        let ran = call(&client, &endpoint, "echo", json!({})).await;
+        let error = ran.outcome.expect_err("the call fails");
+        assert_eq!(
+            (error.kind(), error.delivery()),
+            (ErrorKind::Protocol, Delivery::NotSent),
+            "{version}: {error:?}"
+        );
+        assert!(error.detail().contains(version), "{version}: {error:?}");
+        client.shutdown(Duration::from_secs(5)).await;
+        let requests = server.received_requests().await.unwrap();
+        let calls = requests
+            .iter()
+            .filter(|request| {
+                serde_json::from_slice::<Value>(&request.body).unwrap_or_default()["method"]
+                    == "tools/call"
+            })
+            .count();
+        assert_eq!(calls, 0, "{version}: no tools/call");
+        assert!(
+            requests
+                .iter()
+                .any(|request| request.method.as_str() == "DELETE"),
+            "{version}: the session is deleted"
+        );
+    }
+}
