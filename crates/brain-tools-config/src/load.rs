@@ -779,7 +779,18 @@ impl Loader<'_> {
         let path = fields.at("url");
         let tool = fields.tool.as_deref();
         let text = self.optional_string(fields, "url")?;
+        // The URL parser forgives what a browser's address bar forgives (spaces around it,
+        // tabs and line breaks removed, `\` for `/`, `http:/host`); a config names exactly
+        // the URL requests go to, so those are refused rather than repaired.
+        if let Some(reason) = unforgiven(&text) {
+            self.error(&path, tool, Problem::BadUrl { reason: reason.into() });
+            return None;
+        }
         let url = match url::Url::parse(&text) {
+            Ok(url) if url.port() == Some(0) => {
+                self.error(&path, tool, Problem::BadUrl { reason: "port 0".into() });
+                return None;
+            }
             Ok(url) => url,
             Err(error) => {
                 self.error(
@@ -1058,6 +1069,25 @@ fn edit_distance(a: &str, b: &str) -> usize {
         previous = current;
     }
     previous[b.len()]
+}
+
+/// Why a URL string is refused although the URL parser would repair it, if it is.
+fn unforgiven(text: &str) -> Option<&'static str> {
+    if text.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Some("it holds a space, a tab, a line break or a control character; percent-encode it");
+    }
+    if text.contains('\\') {
+        return Some("it holds a backslash; write / or percent-encode it");
+    }
+    match text.split_once(':') {
+        Some((scheme, rest))
+            if (scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https"))
+                && !rest.starts_with("//") =>
+        {
+            Some("the scheme is not followed by //")
+        }
+        _ => None,
+    }
 }
 
 #[cfg(test)]
