@@ -783,12 +783,24 @@ impl Loader<'_> {
         // tabs and line breaks removed, `\` for `/`, `http:/host`); a config names exactly
         // the URL requests go to, so those are refused rather than repaired.
         if let Some(reason) = unforgiven(&text) {
-            self.error(&path, tool, Problem::BadUrl { reason: reason.into() });
+            self.error(
+                &path,
+                tool,
+                Problem::BadUrl {
+                    reason: reason.into(),
+                },
+            );
             return None;
         }
         let url = match url::Url::parse(&text) {
             Ok(url) if url.port() == Some(0) => {
-                self.error(&path, tool, Problem::BadUrl { reason: "port 0".into() });
+                self.error(
+                    &path,
+                    tool,
+                    Problem::BadUrl {
+                        reason: "port 0".into(),
+                    },
+                );
                 return None;
             }
             Ok(url) => url,
@@ -1074,7 +1086,9 @@ fn edit_distance(a: &str, b: &str) -> usize {
 /// Why a URL string is refused although the URL parser would repair it, if it is.
 fn unforgiven(text: &str) -> Option<&'static str> {
     if text.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Some("it holds a space, a tab, a line break or a control character; percent-encode it");
+        return Some(
+            "it holds a space, a tab, a line break or a control character; percent-encode it",
+        );
     }
     if text.contains('\\') {
         return Some("it holds a backslash; write / or percent-encode it");
