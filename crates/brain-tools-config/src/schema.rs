@@ -141,7 +141,8 @@ fn examine(schema: &Value, path: &Path) -> Result<Validator, Vec<(Path, Problem)
         .offline()
         .build(schema)
         .map_err(|error| {
-            // A schema that fails its meta-schema reports where, as a pointer into the schema.
+            // What the meta-schema does not catch (a pattern that is not a regular
+            // expression, a `$ref` to nothing), and where, as a pointer into the schema.
             let at = pointer_path(schema, error.instance_path().as_str(), path);
             vec![(
                 at,
