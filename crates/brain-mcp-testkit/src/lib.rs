@@ -39,6 +39,8 @@ mod http;
 #[cfg(feature = "oauth")]
 pub mod oauth;
 mod options;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod refused;
 mod sessions;
 mod stdio;
@@ -48,6 +50,8 @@ pub use counters::{Counters, read_counters_file};
 pub use fault::HttpFault;
 pub use http::TestServer;
 pub use options::{BearerOptions, Era, ServerOptions};
+#[cfg(feature = "postgres")]
+pub use postgres::{Postgres, postgres_bindir};
 pub use refused::RefusedPort;
 pub use stdio::{
     EXIT_MID_CALL_STATUS, StdioOptions, build_binaries, http_binary_path, serve_stdio,

@@ -344,10 +344,33 @@ pub struct AsState {
     pub authorizations: Mutex<Vec<HashMap<String, String>>>,
     /// Dynamic client registrations made.
     pub registrations: AtomicUsize,
+    /// Set: refresh tokens are single-use (each refresh issues a new one), and a used
+    /// one presented again revokes its whole grant (RFC 9700 §4.14.2).
+    pub rotation: std::sync::atomic::AtomicBool,
+    /// With rotation: a used refresh token presented again revokes the grant (default);
+    /// unset, it is only refused (`invalid_grant`).
+    pub reuse_detection: std::sync::atomic::AtomicBool,
+    /// A refresh answers with a new refresh token (default); unset, with none (the client
+    /// keeps the one it has, RFC 6749 §6), and the old one stays valid.
+    pub new_refresh_tokens: std::sync::atomic::AtomicBool,
+    /// The next refresh requests to stall: not processed (nothing rotates), answered
+    /// 503 after a minute (the client is gone by then), as an authorization server that
+    /// had not got to a request when its client died.
+    pub stall_refreshes: AtomicUsize,
+    /// Token requests received so far (a test waits on it instead of sleeping).
+    pub token_requests_seen: tokio::sync::watch::Sender<usize>,
+    /// Refresh token reuses detected (each revoked a grant).
+    pub reuses: AtomicUsize,
+    /// Every refresh granted: (grant, when).
+    pub refresh_log: Mutex<Vec<(usize, std::time::Instant)>>,
     /// code -> (code challenge, scopes).
     codes: Mutex<HashMap<String, (String, Vec<String>)>>,
-    /// refresh token -> scopes.
-    refresh_tokens: Mutex<HashMap<String, Vec<String>>>,
+    /// refresh token -> (scopes, grant).
+    refresh_tokens: Mutex<HashMap<String, (Vec<String>, usize)>>,
+    /// Used refresh tokens (with rotation) -> their grant.
+    used_refresh_tokens: Mutex<HashMap<String, usize>>,
+    /// Grant -> the access tokens issued for it (revoked with it).
+    grant_tokens: Mutex<HashMap<usize, Vec<String>>>,
     issued: AtomicUsize,
 }
 
@@ -361,11 +384,21 @@ impl AsState {
             .collect()
     }
 
-    /// Issues a token pair the resource accepts.
+    /// Issues a token pair the resource accepts, for a new grant.
     pub fn issue(&self, scopes: &[String], refresh: bool) -> Value {
+        let grant = self.issued.fetch_add(1, Ordering::SeqCst) + 1_000_000;
+        self.issue_for(scopes, refresh, grant)
+    }
+
+    /// Issues a token pair for a grant.
+    fn issue_for(&self, scopes: &[String], refresh: bool, grant: usize) -> Value {
         let n = self.issued.fetch_add(1, Ordering::SeqCst);
         let access = format!("at-{n}-0123456789abcdef");
         self.resource.accept(&access, scopes.to_vec());
+        lock(&self.grant_tokens)
+            .entry(grant)
+            .or_default()
+            .push(access.clone());
         let mut body = json!({
             "access_token": access,
             "token_type": "Bearer",
@@ -374,21 +407,61 @@ impl AsState {
         });
         if refresh {
             let token = format!("rt-{n}-0123456789abcdef");
-            lock(&self.refresh_tokens).insert(token.clone(), scopes.to_vec());
+            lock(&self.refresh_tokens).insert(token.clone(), (scopes.to_vec(), grant));
             body["refresh_token"] = json!(token);
         }
         body
     }
 
-    /// Stores a refresh token as issued (for grants the test puts in a store itself).
-    pub fn knows_refresh_token(&self, token: &str, scopes: Vec<String>) {
-        lock(&self.refresh_tokens).insert(token.to_owned(), scopes);
+    /// Stores a refresh token as issued, for a grant of its own (for grants the test puts
+    /// in a store itself); returns the grant's number (as in [`AsState::refresh_log`]).
+    pub fn knows_refresh_token(&self, token: &str, scopes: Vec<String>) -> usize {
+        let grant = self.issued.fetch_add(1, Ordering::SeqCst) + 1_000_000;
+        lock(&self.refresh_tokens).insert(token.to_owned(), (scopes, grant));
+        grant
     }
-}
 
-/// The scopes of a known refresh token (the lock released before the answer is built).
-fn known(tokens: &Mutex<HashMap<String, Vec<String>>>, token: &str) -> Option<Vec<String>> {
-    lock(tokens).get(token).cloned()
+    /// Refreshes granted per grant.
+    pub fn refreshes_per_grant(&self) -> HashMap<usize, Vec<std::time::Instant>> {
+        let mut per: HashMap<usize, Vec<std::time::Instant>> = HashMap::new();
+        for (grant, at) in lock(&self.refresh_log).iter() {
+            per.entry(*grant).or_default().push(*at);
+        }
+        per
+    }
+
+    /// A refresh with `token`: rotated or not, reuse detected or not.
+    fn refresh(&self, token: &str) -> ResponseTemplate {
+        let rotation =
+            self.rotation.load(Ordering::SeqCst) && self.new_refresh_tokens.load(Ordering::SeqCst);
+        let used = lock(&self.used_refresh_tokens).get(token).copied();
+        if rotation && used.is_some() && !self.reuse_detection.load(Ordering::SeqCst) {
+            return oauth_error(400, "invalid_grant");
+        }
+        if rotation && let Some(grant) = used {
+            // Reused: the grant is revoked, every token of it.
+            self.reuses.fetch_add(1, Ordering::SeqCst);
+            lock(&self.refresh_tokens).retain(|_, (_, of)| *of != grant);
+            for access in lock(&self.grant_tokens).remove(&grant).unwrap_or_default() {
+                self.resource.revoke(&access);
+            }
+            return oauth_error(400, "invalid_grant");
+        }
+        let known = if rotation {
+            lock(&self.refresh_tokens).remove(token)
+        } else {
+            lock(&self.refresh_tokens).get(token).cloned()
+        };
+        let Some((scopes, grant)) = known else {
+            return oauth_error(400, "invalid_grant");
+        };
+        if rotation {
+            lock(&self.used_refresh_tokens).insert(token.to_owned(), grant);
+        }
+        lock(&self.refresh_log).push((grant, std::time::Instant::now()));
+        let renewed = self.new_refresh_tokens.load(Ordering::SeqCst);
+        ResponseTemplate::new(200).set_body_json(self.issue_for(&scopes, renewed, grant))
+    }
 }
 
 fn oauth_error(status: u16, error: &str) -> ResponseTemplate {
@@ -412,6 +485,7 @@ impl Respond for Token {
             form: form.clone(),
             basic,
         });
+        state.token_requests_seen.send_modify(|seen| *seen += 1);
         let delay = *lock(&state.token_delay);
         let withheld = lock(&state.withheld).clone();
         let scopes: Vec<String> = form
@@ -444,15 +518,18 @@ impl Respond for Token {
             }
             Some("refresh_token") => {
                 let token = form.get("refresh_token").cloned().unwrap_or_default();
+                let stall = state
+                    .stall_refreshes
+                    .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                    .is_ok();
+                if stall {
+                    return oauth_error(503, "temporarily_unavailable")
+                        .set_delay(Duration::from_secs(60));
+                }
                 match *lock(&state.refresh_answer) {
                     RefreshAnswer::Fail => oauth_error(500, "server_error"),
                     RefreshAnswer::Revoked => oauth_error(400, "invalid_grant"),
-                    RefreshAnswer::Grant => match known(&state.refresh_tokens, &token) {
-                        Some(scopes) => {
-                            ResponseTemplate::new(200).set_body_json(state.issue(&scopes, true))
-                        }
-                        None => oauth_error(400, "invalid_grant"),
-                    },
+                    RefreshAnswer::Grant => state.refresh(&token),
                 }
             }
             // An assertion that says it is invalid is refused, as an expired or forged
@@ -576,8 +653,17 @@ impl AuthServer {
             tokens: Mutex::default(),
             authorizations: Mutex::default(),
             registrations: AtomicUsize::new(0),
+            rotation: std::sync::atomic::AtomicBool::new(false),
+            reuse_detection: std::sync::atomic::AtomicBool::new(true),
+            new_refresh_tokens: std::sync::atomic::AtomicBool::new(true),
+            stall_refreshes: AtomicUsize::new(0),
+            token_requests_seen: tokio::sync::watch::Sender::new(0),
+            reuses: AtomicUsize::new(0),
+            refresh_log: Mutex::default(),
             codes: Mutex::default(),
             refresh_tokens: Mutex::default(),
+            used_refresh_tokens: Mutex::default(),
+            grant_tokens: Mutex::default(),
             issued: AtomicUsize::new(0),
         });
         Mock::given(method("GET"))

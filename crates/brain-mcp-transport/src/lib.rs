@@ -62,10 +62,13 @@ pub use api::{
     Era, EraPreference, JsonObject, MAX_CONTENT_BLOCKS, MAX_LISTED_TOOLS, ServerRequestPolicy,
 };
 pub use auth::{
-    AuthorizationPrompt, Authorizer, CredentialStore, FileCredentialStore, GrantKey, GrantStatus,
-    HostAuthError, IdentityTokenProvider, MAX_AUTHORIZATIONS, MemoryCredentialStore, StoreError,
-    StoredGrant, StoredGrantSummary,
+    AuthorizationPrompt, Authorizer, CredentialStore, DEFAULT_LEASE_TTL, Expected,
+    FileCredentialStore, GrantKey, GrantStatus, GrantVersion, HostAuthError, IdentityTokenProvider,
+    Lease, LeaseHolder, MAX_AUTHORIZATIONS, MAX_TOKEN_LIFETIME, MemoryCredentialStore, StoreError,
+    StoreErrorKind, StoredGrant, StoredGrantSummary, Swap, VersionedGrant,
 };
+#[cfg(feature = "postgres")]
+pub use auth::{KeyRing, KeyRingError, PostgresCredentialStore, PostgresStoreOptions};
 pub use client::{ClientBuildError, ClientOptions, ClientStats, McpClient};
 pub use endpoint::{Endpoint, HttpEndpoint, StdioEndpoint};
 pub use error::{CallError, Delivery, ErrorKind};

@@ -271,6 +271,10 @@ pub enum ErrorKind {
     /// invalid, its issuer was not the pinned one, the resource did not match, or the
     /// token endpoint refused. Not sent.
     AuthorizationFailed,
+    /// The credential store that holds the tenant's grant could not be reached or read
+    /// (a database down, a record that cannot be read: the message names it). Not sent;
+    /// calls whose token is still in memory go on meanwhile.
+    CredentialStore,
 }
 
 impl ErrorKind {
@@ -291,6 +295,7 @@ impl ErrorKind {
             ErrorKind::Executor => "executor",
             ErrorKind::AuthorizationRequired => "authorization_required",
             ErrorKind::AuthorizationFailed => "authorization_failed",
+            ErrorKind::CredentialStore => "credential_store",
         }
     }
 }

@@ -625,6 +625,10 @@ fn call_failure(
             "{tool} was not called because no access token could be obtained: {}",
             error.detail()
         ),
+        ErrorKind::CredentialStore => format!(
+            "{tool} was not called because the tenant's grant could not be read: {}",
+            error.detail()
+        ),
         _ => format!("{tool} failed: {}", error.detail()),
     };
     let delivery = error.delivery();

@@ -59,6 +59,15 @@ pub use brain_mcp_transport::{
     Secret, SecretMethod, ServerRequestPolicy, SigningAlgorithm, StdioEndpoint, StoreError,
     StoredGrant, StoredGrantSummary, WorkloadIdentityGrant, progress_channel,
 };
+// The credential store contract, for a host that implements its own store.
+pub use brain_mcp_transport::{
+    DEFAULT_LEASE_TTL, Expected, GrantVersion, Lease, LeaseHolder, MAX_TOKEN_LIFETIME,
+    StoreErrorKind, Swap, VersionedGrant,
+};
+#[cfg(feature = "postgres")]
+pub use brain_mcp_transport::{
+    KeyRing, KeyRingError, PostgresCredentialStore, PostgresStoreOptions,
+};
 pub use brain_tools_events::{
     CallHeader, ContentBlock, Delivery, ErrorKind, McpResult, ProgressEvent, ResultEvent,
     ToolError, ToolEvent,

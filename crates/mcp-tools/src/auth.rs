@@ -20,6 +20,7 @@ use tokio::{
     net::{TcpListener, TcpStream},
 };
 
+use crate::cli::StoreArgs;
 use crate::{app::Exit, check::load, cli::GrantTarget};
 
 /// A protected server as a command sees it.
@@ -153,17 +154,80 @@ pub(crate) fn target(args: &GrantTarget) -> Result<Protected, Exit> {
     }
 }
 
-/// The credential store: `--store DIR`, else the default directory.
-pub(crate) fn store(dir: Option<&Path>) -> Result<(Arc<dyn CredentialStore>, PathBuf), Exit> {
-    let dir = match dir {
-        Some(dir) => dir.to_path_buf(),
-        None => FileCredentialStore::default_dir().ok_or_else(|| {
-            Exit::Failed(
-                "there is no default place for grants (neither XDG_STATE_HOME nor HOME is set to an absolute path); give --store DIR".into(),
-            )
-        })?,
-    };
-    Ok((Arc::new(FileCredentialStore::new(&dir)), dir))
+/// The variable that names the credential store when `--store` is not given.
+pub(crate) const STORE_VARIABLE: &str = "MCP_TOOLS_STORE";
+/// The variable that holds a PostgreSQL store's key ring when `--store-keys` is not given.
+pub(crate) const STORE_KEYS_VARIABLE: &str = "MCP_TOOLS_STORE_KEYS";
+
+/// Whether a store location is a database URL rather than a folder.
+pub(crate) fn is_database(location: &str) -> bool {
+    let lower = location.trim_start().to_ascii_lowercase();
+    lower.starts_with("postgres://") || lower.starts_with("postgresql://")
+}
+
+/// An open credential store, and how to name it to a person.
+pub(crate) struct Store {
+    pub(crate) store: Arc<dyn CredentialStore>,
+    /// The folder, or "the PostgreSQL store" (its URL may hold a password).
+    pub(crate) place: String,
+}
+
+/// The credential store: `--store`, else `$MCP_TOOLS_STORE`, else the user's folder. A
+/// `postgres://` URL opens (and migrates) the shared store, its secrets sealed with the
+/// key ring of `--store-keys FILE` or `$MCP_TOOLS_STORE_KEYS`.
+pub(crate) async fn store(args: &StoreArgs) -> Result<Store, Exit> {
+    let location = args.location.clone().or_else(|| {
+        std::env::var(STORE_VARIABLE)
+            .ok()
+            .filter(|v| !v.trim().is_empty())
+    });
+    match location {
+        Some(url) if is_database(&url) => database(&url, args.keys.as_deref()).await,
+        Some(dir) => Ok(folder(PathBuf::from(dir))),
+        None => {
+            let dir = FileCredentialStore::default_dir().ok_or_else(|| {
+                Exit::Failed(
+                    "there is no default place for grants (neither XDG_STATE_HOME nor HOME is set to an absolute path); give --store DIR".into(),
+                )
+            })?;
+            Ok(folder(dir))
+        }
+    }
+}
+
+fn folder(dir: PathBuf) -> Store {
+    Store {
+        store: Arc::new(FileCredentialStore::new(&dir)),
+        place: dir.display().to_string(),
+    }
+}
+
+#[cfg(feature = "postgres")]
+async fn database(url: &str, keys: Option<&Path>) -> Result<Store, Exit> {
+    use brain_tools::{KeyRing, PostgresCredentialStore, PostgresStoreOptions};
+    let keys = match keys {
+        Some(file) => KeyRing::from_file(file),
+        None => KeyRing::from_env(STORE_KEYS_VARIABLE),
+    }
+    .map_err(|error| {
+        Exit::Failed(format!(
+            "the PostgreSQL store needs a key ring to seal grants (--store-keys FILE, or ${STORE_KEYS_VARIABLE}): {error}"
+        ))
+    })?;
+    let store = PostgresCredentialStore::connect(PostgresStoreOptions::new(url, keys))
+        .await
+        .map_err(|error| Exit::Failed(format!("cannot open the PostgreSQL store: {error}")))?;
+    Ok(Store {
+        store: Arc::new(store),
+        place: "the PostgreSQL store".into(),
+    })
+}
+
+#[cfg(not(feature = "postgres"))]
+async fn database(_: &str, _: Option<&Path>) -> Result<Store, Exit> {
+    Err(Exit::Failed(
+        "this mcp-tools was built without the `postgres` feature: it cannot use a postgres:// store".into(),
+    ))
 }
 
 /// The tenant's grant for an auth object, its secrets read from the environment now.

@@ -37,11 +37,9 @@ pub(crate) async fn run(args: CallArgs) -> Outcome {
     let arguments: serde_json::Value = serde_json::from_str(&args.args)
         .map_err(|error| Exit::Usage(format!("--args is not JSON: {error}")))?;
     let loaded = load(&args.config)?;
-    let mut options = ClientOptions::default().era(era(args.era));
-    // Default: the library's (the user's credential directory).
-    if let Some(dir) = &args.store {
-        options = options.credential_store(auth::store(Some(dir))?.0);
-    }
+    let options = ClientOptions::default()
+        .era(era(args.era))
+        .credential_store(auth::store(&args.store).await?.store);
     let client = client(options)?;
     let host = ToolHost::builder(loaded.config)
         .client(client.clone())

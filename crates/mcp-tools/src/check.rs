@@ -102,10 +102,7 @@ async fn grants(
             "mcp-tools login {} --tenant {}{}",
             auth::binding_flags(&args.config, names[0]),
             auth::shell_word(tenant),
-            args.store
-                .as_ref()
-                .map(|dir| format!(" --store {}", auth::shell_word(&dir.display().to_string())))
-                .unwrap_or_default()
+            args.store.repeated()
         );
         let authorization = auth::stored_authorization(tenant, server_auth)?;
         match client.grant_status(url, &authorization).await {
@@ -149,11 +146,7 @@ async fn grants(
 
 /// `--live`: each MCP binding compared with what its server lists now.
 async fn live(args: &CheckArgs, loaded: &Loaded) -> Outcome {
-    let mut options = ClientOptions::default();
-    // Default: the library's (the user's credential directory).
-    if let Some(dir) = &args.store {
-        options = options.credential_store(auth::store(Some(dir))?.0);
-    }
+    let options = ClientOptions::default().credential_store(auth::store(&args.store).await?.store);
     let client = crate::discover::client(options)?;
     let mut missing = 0;
     // One discovery per server, shared by its bindings.

@@ -249,9 +249,8 @@ pub(crate) struct DiscoverArgs {
     #[arg(long, value_name = "NAME", requires = "config")]
     pub(crate) tool: Option<String>,
 
-    /// Where tenants' OAuth grants are kept (default: the user's credential directory).
-    #[arg(long, value_name = "DIR")]
-    pub(crate) store: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) store: StoreArgs,
 
     /// Tenants that may use the tools (repeat, or separate with commas).
     #[arg(long, value_name = "TENANT", value_delimiter = ',', required = true)]
@@ -322,9 +321,8 @@ pub(crate) struct CallArgs {
     /// Write each image of the result to this folder as CALL-N.EXT (created if missing).
     #[arg(long, value_name = "DIR")]
     pub(crate) save_dir: Option<PathBuf>,
-    /// Where tenants' OAuth grants are kept (default: the user's credential directory).
-    #[arg(long, value_name = "DIR")]
-    pub(crate) store: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) store: StoreArgs,
 }
 
 /// How long and how much listing a server's tools may take (discovery, and `check --live`).
@@ -368,10 +366,8 @@ pub(crate) struct CheckArgs {
     /// With --models: any finding is an error (exit 1).
     #[arg(long, requires = "models")]
     pub(crate) strict: bool,
-    /// With --live: where tenants' OAuth grants are kept (default: the user's credential
-    /// directory).
-    #[arg(long, value_name = "DIR")]
-    pub(crate) store: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) store: StoreArgs,
 }
 
 /// Which server a login or logout is for, and how it authorizes: a binding of a host
@@ -398,9 +394,8 @@ pub(crate) struct GrantTarget {
     /// The tenant whose grant it is.
     #[arg(long, value_name = "TENANT", value_parser = non_empty)]
     pub(crate) tenant: String,
-    /// Where tenants' OAuth grants are kept (default: the user's credential directory).
-    #[arg(long, value_name = "DIR")]
-    pub(crate) store: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) store: StoreArgs,
 }
 
 /// `mcp-tools login`.
@@ -549,6 +544,7 @@ const LONG_FLAGS: &[&str] = &[
     "out-dir",
     "auth",
     "store",
+    "store-keys",
     "timeout",
     "verbose",
     "help",
@@ -578,8 +574,47 @@ const TAKES_VALUE: &[&str] = &[
     "out-dir",
     "auth",
     "store",
+    "store-keys",
     "timeout",
 ];
+
+/// Where tenants' OAuth grants are kept: a folder on this machine (shared by its
+/// processes), or a PostgreSQL database (shared by a fleet of hosts).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub(crate) struct StoreArgs {
+    /// Where tenants' OAuth grants are kept: a folder, or a postgres:// URL for a store a
+    /// fleet of hosts shares (default: $MCP_TOOLS_STORE, else the user's credential
+    /// folder).
+    #[arg(long = "store", value_name = "DIR|URL")]
+    pub(crate) location: Option<String>,
+
+    /// With a postgres:// store: the file holding the key ring that seals the grants'
+    /// secrets (default: the key ring in $MCP_TOOLS_STORE_KEYS).
+    #[arg(long = "store-keys", value_name = "FILE")]
+    pub(crate) keys: Option<PathBuf>,
+}
+
+impl StoreArgs {
+    /// The flags as given, to repeat in a suggested command (a URL is not repeated: it
+    /// may hold a password).
+    pub(crate) fn repeated(&self) -> String {
+        let mut flags = String::new();
+        if let Some(location) = &self.location {
+            if crate::auth::is_database(location) {
+                flags.push_str(" --store \"$MCP_TOOLS_STORE\"");
+            } else {
+                flags.push_str(&format!(" --store {}", crate::auth::shell_word(location)));
+            }
+        }
+        if let Some(keys) = &self.keys {
+            flags.push_str(&format!(
+                " --store-keys {}",
+                crate::auth::shell_word(&keys.display().to_string())
+            ));
+        }
+        flags
+    }
+}
 
 /// Rewrites `-url X` and `-url=X` to `--url X` / `--url=X` for the known long flags.
 /// Arguments that are not UTF-8 pass through untouched (clap reports them).

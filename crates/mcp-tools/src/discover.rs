@@ -168,9 +168,7 @@ pub(crate) async fn run(args: DiscoverArgs) -> Outcome {
             auth: Some(server_auth),
             ..
         } => {
-            if let Some(dir) = &args.store {
-                options = options.credential_store(auth::store(Some(dir))?.0);
-            }
+            options = options.credential_store(auth::store(&args.store).await?.store);
             let delegated = matches!(server_auth, brain_tools_config::McpAuth::OAuth(_));
             if delegated && auth::interactive() {
                 options = options.authorizer(std::sync::Arc::new(auth::LoopbackAuthorizer));
@@ -202,13 +200,7 @@ pub(crate) async fn run(args: DiscoverArgs) -> Outcome {
                     "mcp-tools: authorize tenant {} first: mcp-tools login {flags} --tenant {}{}",
                     tenants[0],
                     auth::shell_word(&tenants[0]),
-                    args.store
-                        .as_ref()
-                        .map(|dir| format!(
-                            " --store {}",
-                            auth::shell_word(&dir.display().to_string())
-                        ))
-                        .unwrap_or_default()
+                    args.store.repeated()
                 );
             }
             client.shutdown(CLOSE_GRACE).await;

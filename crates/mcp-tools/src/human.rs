@@ -192,6 +192,9 @@ fn kind_meaning(kind: ErrorKind) -> &'static str {
             "the tenant has no usable grant for this server; someone must authorize, as the message says"
         }
         ErrorKind::AuthorizationFailed => "no access token could be obtained for this server",
+        ErrorKind::CredentialStore => {
+            "the credential store could not be reached or read; calls with a token in memory go on"
+        }
         _ => "see docs/errors.md",
     }
 }

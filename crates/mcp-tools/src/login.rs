@@ -52,6 +52,12 @@ fn expiry(at: Option<SystemTime>) -> String {
 
 /// A stored grant, in one line.
 pub(crate) fn describe(summary: &StoredGrantSummary) -> String {
+    if summary.revoked {
+        return format!(
+            "issuer {}; revoked (the authorization server refused its refresh token)",
+            summary.key.issuer
+        );
+    }
     format!(
         "issuer {}; scopes {}; access token {}; {}",
         summary.key.issuer,
@@ -79,11 +85,11 @@ pub(crate) async fn login(args: LoginArgs) -> Outcome {
         ));
     }
     let authorization = auth::authorization(tenant, &target.auth)?;
-    let (store, dir) = auth::store(args.target.store.as_deref())?;
+    let store = auth::store(&args.target.store).await?;
     let client = client(
         ClientOptions::default()
             .era(era(args.era))
-            .credential_store(store),
+            .credential_store(store.store),
     )?;
     let authorized = client
         .authorize(
@@ -100,7 +106,7 @@ pub(crate) async fn login(args: LoginArgs) -> Outcome {
                 "tenant {tenant} is authorized for {}: {}; stored in {}",
                 target.url,
                 describe(&summary),
-                dir.display()
+                store.place
             );
             Ok(())
         }
@@ -137,8 +143,9 @@ pub(crate) async fn logout(args: LogoutArgs) -> Outcome {
         return Err(Exit::Usage("the tenant name is empty".into()));
     }
     let authorization = auth::stored_authorization(tenant, &target.auth)?;
-    let (store, dir) = auth::store(args.target.store.as_deref())?;
-    let client = client(ClientOptions::default().credential_store(store))?;
+    let store = auth::store(&args.target.store).await?;
+    let dir = store.place;
+    let client = client(ClientOptions::default().credential_store(store.store))?;
     // `forget_grant` counts the pinned issuer's key whether or not a grant was there: ask
     // the store first.
     let stored = client.grant_status(&target.url, &authorization).await;
@@ -151,7 +158,7 @@ pub(crate) async fn logout(args: LogoutArgs) -> Outcome {
     let removed = removed.map_err(|error| {
         Exit::Failed(format!(
             "cannot remove the grant from {}: {}",
-            dir.display(),
+            dir,
             error.detail()
         ))
     })?;
@@ -159,13 +166,13 @@ pub(crate) async fn logout(args: LogoutArgs) -> Outcome {
         (McpAuth::OAuth(_), 0) => outln!(
             "tenant {tenant} had no grant for {} in {}; nothing to remove",
             target.url,
-            dir.display()
+            dir
         ),
         (McpAuth::OAuth(_), removed) => outln!(
             "removed {removed} grant{} of tenant {tenant} for {} from {}",
             if removed == 1 { "" } else { "s" },
             target.url,
-            dir.display()
+            dir
         ),
         (auth, _) => outln!(
             "{}: {} tokens are kept in memory only, never stored; nothing to remove",

@@ -1,7 +1,9 @@
 //! rmcp's credential store, over ours: rmcp's store has no key (one store per
-//! authorization manager), so the adapter carries its key, and converts rmcp's records
-//! (oauth2 types) to ours and back. rmcp's records have no client secret: the adapter
-//! keeps a dynamically registered client's secret with the grant.
+//! authorization manager) and no versions, so the adapter carries the key and, for a
+//! refresh, the grant as read under the lease: rmcp's refresh starts from it, and its
+//! save is a compare-and-swap against it. It converts rmcp's records (oauth2 types) to
+//! ours and back; rmcp's records have no client secret, so the adapter keeps a
+//! dynamically registered client's secret with the grant.
 
 use std::{
     sync::{Arc, Mutex, PoisonError},
@@ -14,8 +16,47 @@ use rmcp::transport::auth::{
     VendorExtraTokenFields,
 };
 
-use super::store::{CredentialStore, GrantKey, StoredGrant};
+use super::store::{
+    CredentialStore, Expected, GrantKey, StoreError, StoredGrant, Swap, VersionedGrant, unix_now,
+};
 use crate::secret::Secret;
+
+/// What the adapter's last save did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Saved {
+    /// Stored.
+    Stored(StoredGrant),
+    /// Not stored: another writer replaced the grant since it was read (the grant
+    /// obtained is still valid; the store holds another).
+    Conflict(StoredGrant),
+}
+
+impl Saved {
+    pub(super) fn grant(&self) -> &StoredGrant {
+        match self {
+            Saved::Stored(grant) | Saved::Conflict(grant) => grant,
+        }
+    }
+}
+
+/// What the adapter's owner reads back after rmcp is done.
+#[derive(Debug, Default)]
+pub(super) struct Outcome {
+    /// The last save, if any.
+    pub(super) saved: Option<Saved>,
+    /// A save that failed in the store: rmcp is told it succeeded (its tokens were issued
+    /// and must not be lost with the error), and the owner retries it.
+    pub(super) unsaved: Option<(StoredGrant, StoreError)>,
+    /// The grant was marked revoked (its refresh token was refused, and nobody had
+    /// replaced it).
+    pub(super) revoked: bool,
+}
+
+pub(super) type Shared = Arc<Mutex<Outcome>>;
+
+pub(super) fn outcome<T>(shared: &Shared, read: impl FnOnce(&mut Outcome) -> T) -> T {
+    read(&mut shared.lock().unwrap_or_else(PoisonError::into_inner))
+}
 
 /// rmcp's view of one grant in our store.
 #[derive(Debug)]
@@ -24,8 +65,10 @@ pub(super) struct KeyedStore {
     key: GrantKey,
     /// The secret of a dynamically registered client, kept with the grant.
     client_secret: Option<Secret>,
-    /// The grant as last saved through this adapter.
-    saved: Arc<Mutex<Option<StoredGrant>>>,
+    /// The grant a refresh starts from, read under the lease; `None` for a new grant
+    /// (a login), whose save replaces whatever is stored.
+    base: Option<VersionedGrant>,
+    outcome: Shared,
 }
 
 impl KeyedStore {
@@ -33,30 +76,27 @@ impl KeyedStore {
         store: Arc<dyn CredentialStore>,
         key: GrantKey,
         client_secret: Option<Secret>,
-    ) -> (Self, Arc<Mutex<Option<StoredGrant>>>) {
-        let saved = Arc::default();
+        base: Option<VersionedGrant>,
+    ) -> (Self, Shared) {
+        let outcome = Shared::default();
         (
             Self {
                 store,
                 key,
                 client_secret,
-                saved: Arc::clone(&saved),
+                base,
+                outcome: Arc::clone(&outcome),
             },
-            saved,
+            outcome,
         )
     }
-}
-
-/// The grant last saved through an adapter, if any.
-pub(super) fn last_saved(saved: &Mutex<Option<StoredGrant>>) -> Option<StoredGrant> {
-    saved.lock().unwrap_or_else(PoisonError::into_inner).clone()
 }
 
 fn store_error(error: impl std::fmt::Display) -> AuthError {
     AuthError::CredentialStoreError(error.to_string())
 }
 
-/// rmcp's token response for a stored grant.
+/// rmcp's token response for a stored grant, its lifetime what is left of it.
 pub(super) fn token_response(grant: &StoredGrant) -> Option<OAuthTokenResponse> {
     let access = grant.access_token.as_ref()?;
     let mut response = OAuthTokenResponse::new(
@@ -64,7 +104,10 @@ pub(super) fn token_response(grant: &StoredGrant) -> Option<OAuthTokenResponse> 
         BasicTokenType::Bearer,
         VendorExtraTokenFields::default(),
     );
-    response.set_expires_in(grant.expires_in.map(Duration::from_secs).as_ref());
+    let lifetime = grant
+        .expires_at
+        .map(|at| Duration::from_secs(at.saturating_sub(grant.obtained_at.unwrap_or(at))));
+    response.set_expires_in(lifetime.as_ref());
     response.set_refresh_token(
         grant
             .refresh_token
@@ -85,7 +128,7 @@ pub(super) fn to_rmcp(grant: &StoredGrant, key: &GrantKey) -> StoredCredentials 
     .with_issuer(Some(key.issuer.clone()))
 }
 
-/// Our record of rmcp's.
+/// Our record of rmcp's: its lifetime made an absolute expiry (bounded).
 pub(super) fn from_rmcp(
     credentials: &StoredCredentials,
     client_secret: Option<Secret>,
@@ -97,10 +140,10 @@ pub(super) fn from_rmcp(
     grant.refresh_token = token
         .and_then(|token| token.refresh_token())
         .map(|token| Secret::new(token.secret().clone()));
-    grant.expires_in = token
-        .and_then(|token| token.expires_in())
-        .map(|lifetime| lifetime.as_secs());
-    grant.obtained_at = credentials.token_received_at;
+    grant.set_lifetime(
+        credentials.token_received_at.unwrap_or_else(unix_now),
+        token.and_then(|token| token.expires_in()),
+    );
     grant.scopes = credentials.granted_scopes.clone();
     grant
 }
@@ -108,26 +151,47 @@ pub(super) fn from_rmcp(
 #[async_trait::async_trait]
 impl RmcpStore for KeyedStore {
     async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
+        if let Some(base) = &self.base {
+            return Ok(Some(to_rmcp(&base.grant, &self.key)));
+        }
         let grant = self.store.load(&self.key).await.map_err(store_error)?;
-        Ok(grant.map(|grant| to_rmcp(&grant, &self.key)))
+        Ok(grant.map(|stored| to_rmcp(&stored.grant, &self.key)))
     }
 
+    /// A compare-and-swap against the grant the refresh started from (a login replaces
+    /// whatever is stored). Never an error to rmcp once tokens were issued: a conflict
+    /// or a failed write is recorded for the owner, who still has the tokens.
     async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
         let grant = from_rmcp(&credentials, self.client_secret.clone());
-        self.store
-            .save(&self.key, &grant)
-            .await
-            .map_err(store_error)?;
-        *self.saved.lock().unwrap_or_else(PoisonError::into_inner) = Some(grant);
+        let expected = self
+            .base
+            .as_ref()
+            .map_or(Expected::Any, |base| Expected::Version(base.version));
+        let written = self.store.save(&self.key, &grant, expected).await;
+        outcome(&self.outcome, |outcome| match written {
+            Ok(Swap::Done(_)) => outcome.saved = Some(Saved::Stored(grant)),
+            Ok(Swap::Conflict) => outcome.saved = Some(Saved::Conflict(grant)),
+            Err(error) => {
+                outcome.saved = Some(Saved::Conflict(grant.clone()));
+                outcome.unsaved = Some((grant, error));
+            }
+        });
         Ok(())
     }
 
     async fn clear(&self) -> Result<(), AuthError> {
-        self.store.remove(&self.key).await.map_err(store_error)
+        let version = self.base.as_ref().map(|base| base.version);
+        let _ = self
+            .store
+            .remove(&self.key, version)
+            .await
+            .map_err(store_error)?;
+        Ok(())
     }
 
-    /// The authorization server rejected the refresh token for good: the grant is gone,
-    /// unless it was replaced meanwhile (a new login from another process).
+    /// The authorization server refused the refresh token for good: the grant is marked
+    /// revoked (its client registration kept), only if the store still holds the grant
+    /// whose refresh token was refused: a grant another writer replaced is left alone.
     async fn on_refresh_token_rejected(
         &self,
         credentials: &StoredCredentials,
@@ -137,12 +201,25 @@ impl RmcpStore for KeyedStore {
             .as_ref()
             .and_then(|token| token.refresh_token())
             .map(|token| token.secret().as_str());
-        let current = self.store.load(&self.key).await.map_err(store_error)?;
-        let unchanged = current
-            .as_ref()
-            .is_some_and(|grant| grant.refresh_token.as_ref().map(Secret::expose) == rejected);
+        let Some(current) = self.store.load(&self.key).await.map_err(store_error)? else {
+            return Ok(());
+        };
+        let unchanged = current.grant.refresh_token.as_ref().map(Secret::expose) == rejected
+            && self
+                .base
+                .as_ref()
+                .is_none_or(|base| base.version == current.version);
         if unchanged {
-            self.store.remove(&self.key).await.map_err(store_error)?;
+            let mut revoked = current.grant;
+            revoked.revoke();
+            let written = self
+                .store
+                .save(&self.key, &revoked, Expected::Version(current.version))
+                .await
+                .map_err(store_error)?;
+            if matches!(written, Swap::Done(_)) {
+                outcome(&self.outcome, |outcome| outcome.revoked = true);
+            }
         }
         Ok(())
     }
@@ -151,17 +228,21 @@ impl RmcpStore for KeyedStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::store::MemoryCredentialStore;
+    use crate::auth::store::{GrantVersion, MemoryCredentialStore};
+
+    fn grant(refresh: &str) -> StoredGrant {
+        let mut grant = StoredGrant::new("client-1");
+        grant.access_token = Some(Secret::new("at-1"));
+        grant.refresh_token = Some(Secret::new(refresh));
+        grant.set_lifetime(1_700_000_000, Some(Duration::from_secs(3600)));
+        grant.scopes = vec!["a".into(), "b".into()];
+        grant
+    }
 
     #[test]
     fn a_grant_survives_the_round_trip_through_rmcp() {
         let key = GrantKey::new("acme", "https://mcp/x", "https://as");
-        let mut grant = StoredGrant::new("client-1");
-        grant.access_token = Some(Secret::new("at-1"));
-        grant.refresh_token = Some(Secret::new("rt-1"));
-        grant.expires_in = Some(3600);
-        grant.obtained_at = Some(1_700_000_000);
-        grant.scopes = vec!["a".into(), "b".into()];
+        let grant = grant("rt-1");
         let rmcp = to_rmcp(&grant, &key);
         assert_eq!(rmcp.issuer.as_deref(), Some("https://as"));
         let mut back = from_rmcp(&rmcp, None);
@@ -173,27 +254,72 @@ mod tests {
         );
     }
 
+    async fn stored(
+        store: &MemoryCredentialStore,
+        key: &GrantKey,
+        grant: &StoredGrant,
+    ) -> VersionedGrant {
+        let _ = store.save(key, grant, Expected::Any).await.unwrap();
+        store.load(key).await.unwrap().unwrap()
+    }
+
     #[tokio::test]
-    async fn a_rejected_refresh_token_removes_the_grant_unless_it_was_replaced() {
+    async fn a_refresh_saves_only_over_the_grant_it_started_from() {
         let store = Arc::new(MemoryCredentialStore::new());
         let key = GrantKey::new("acme", "https://mcp/x", "https://as");
-        let (adapter, saved) = KeyedStore::new(store.clone(), key.clone(), None);
-        let mut grant = StoredGrant::new("client-1");
-        grant.access_token = Some(Secret::new("at-1"));
-        grant.refresh_token = Some(Secret::new("rt-1"));
-        adapter.save(to_rmcp(&grant, &key)).await.unwrap();
-        assert_eq!(last_saved(&saved), Some(grant.clone()));
-        let rejected = to_rmcp(&grant, &key);
-        // Replaced meanwhile: kept.
-        grant.refresh_token = Some(Secret::new("rt-2"));
-        store.save(&key, &grant).await.unwrap();
+        let base = stored(&store, &key, &grant("rt-1")).await;
+        let (adapter, outcome) =
+            KeyedStore::new(store.clone(), key.clone(), None, Some(base.clone()));
+        // rmcp starts from the grant read under the lease.
+        assert_eq!(
+            from_rmcp(&adapter.load().await.unwrap().unwrap(), None),
+            base.grant
+        );
+        // Someone else wrote meanwhile: the refresh's grant is not stored over theirs.
+        let theirs = stored(&store, &key, &grant("rt-theirs")).await;
+        adapter.save(to_rmcp(&grant("rt-2"), &key)).await.unwrap();
+        assert!(matches!(
+            super::outcome(&outcome, |o| o.saved.clone()),
+            Some(Saved::Conflict(_))
+        ));
+        assert_eq!(store.load(&key).await.unwrap().unwrap(), theirs);
+        // Nobody wrote: stored.
+        let (adapter, outcome) = KeyedStore::new(store.clone(), key.clone(), None, Some(theirs));
+        adapter.save(to_rmcp(&grant("rt-3"), &key)).await.unwrap();
+        assert_eq!(
+            super::outcome(&outcome, |o| o.saved.clone()),
+            Some(Saved::Stored(grant("rt-3")))
+        );
+        assert_eq!(
+            store.load(&key).await.unwrap().unwrap().grant,
+            grant("rt-3")
+        );
+    }
+
+    #[tokio::test]
+    async fn a_rejected_refresh_token_revokes_the_grant_unless_it_was_replaced() {
+        let store = Arc::new(MemoryCredentialStore::new());
+        let key = GrantKey::new("acme", "https://mcp/x", "https://as");
+        let base = stored(&store, &key, &grant("rt-1")).await;
+        let rejected = to_rmcp(&base.grant, &key);
+        // Replaced meanwhile (another process refreshed): kept as it is.
+        let replaced = stored(&store, &key, &grant("rt-2")).await;
+        let (adapter, outcome) =
+            KeyedStore::new(store.clone(), key.clone(), None, Some(base.clone()));
         adapter.on_refresh_token_rejected(&rejected).await.unwrap();
-        assert!(store.load(&key).await.unwrap().is_some());
-        // The rejected one: removed.
+        assert_eq!(store.load(&key).await.unwrap().unwrap(), replaced);
+        assert!(!super::outcome(&outcome, |o| o.revoked));
+        // The refused one is still there: revoked, never deleted; the client is kept.
+        let (adapter, outcome) =
+            KeyedStore::new(store.clone(), key.clone(), None, Some(replaced.clone()));
         adapter
-            .on_refresh_token_rejected(&to_rmcp(&grant, &key))
+            .on_refresh_token_rejected(&to_rmcp(&replaced.grant, &key))
             .await
             .unwrap();
-        assert!(store.load(&key).await.unwrap().is_none());
+        let after = store.load(&key).await.unwrap().unwrap();
+        assert!(after.grant.is_revoked(), "{after:?}");
+        assert_eq!(after.grant.client_id, "client-1");
+        assert!(super::outcome(&outcome, |o| o.revoked));
+        assert_ne!(after.version, GrantVersion::new(0));
     }
 }

@@ -11,7 +11,7 @@
 use std::{
     fmt,
     sync::{Arc, Mutex, PoisonError},
-    time::{Duration, SystemTime, UNIX_EPOCH},
+    time::Duration,
 };
 
 use oauth2::TokenResponse;
@@ -23,14 +23,18 @@ use rmcp::transport::auth::{
 };
 use serde_json::json;
 use tokio::time::Instant;
+use tokio_util::task::TaskTracker;
 
 use super::{
     AuthorizationPrompt, Authorizer, IdentityTokenProvider,
-    adapter::{KeyedStore, last_saved},
+    adapter::{self, KeyedStore, Saved},
     errors::{failed, from_auth, from_ema, required, token_refused},
     http::{Issued, OAuthHttp},
     silenced,
-    store::{CredentialStore, GrantKey, StoredGrant},
+    store::{
+        CredentialStore, GrantKey, Lease, LeaseTerms, MAX_TOKEN_LIFETIME, StoreError,
+        StoreErrorKind, StoredGrant, VersionedGrant, unix_now,
+    },
 };
 use crate::{
     error::{CallError, Challenge},
@@ -52,6 +56,53 @@ pub(super) struct Ctx<'a> {
     pub(super) authorizer: Option<&'a Arc<dyn Authorizer>>,
     pub(super) identity: Option<&'a Arc<dyn IdentityTokenProvider>>,
     pub(super) client_name: &'a str,
+    /// Where a refresh runs: on its own, so that a call that stops waiting for it cannot
+    /// lose the refresh token it rotates.
+    pub(super) tasks: &'a TaskTracker,
+}
+
+/// The error for a credential store that failed: `credential_store`, not sent, with the
+/// store's message (it names the file or key, and holds no secret).
+pub(super) fn store_failed(error: &StoreError) -> CallError {
+    let detail = match error.kind() {
+        StoreErrorKind::Unavailable => format!("the credential store is unavailable: {error}"),
+        StoreErrorKind::Corrupt => format!(
+            "the credential store holds a grant it cannot read: {error}; logging out removes it, \
+             logging in again replaces it"
+        ),
+        _ => format!("the credential store failed: {error}"),
+    };
+    CallError::new(
+        crate::error::ErrorKind::CredentialStore,
+        crate::error::Delivery::NotSent,
+        detail,
+    )
+}
+
+/// Waits for the lease on a grant, polling with backoff (5 ms, doubling to 200 ms), until
+/// it is free; the operation's deadline bounds the wait. `wait == false`: `None` at once
+/// when another holder has it.
+async fn take_lease(
+    store: &Arc<dyn CredentialStore>,
+    key: &GrantKey,
+    wait: bool,
+) -> Result<Option<Lease>, CallError> {
+    let ttl = store.lease_ttl();
+    let mut pause = Duration::from_millis(5);
+    loop {
+        match store
+            .try_lease(key, ttl)
+            .await
+            .map_err(|error| store_failed(&error))?
+        {
+            Some(lease) => return Ok(Some(lease)),
+            None if !wait => return Ok(None),
+            None => {
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_millis(200));
+            }
+        }
+    }
 }
 
 /// An access token in use, with what it takes to renew it and the secrets to hide.
@@ -176,7 +227,7 @@ impl JwtBearerAnswer {
 }
 
 impl Token {
-    /// A token issued `age` ago for `lifetime`.
+    /// A token issued now for `lifetime`.
     fn new(
         bearer: Secret,
         refresh: Option<Secret>,
@@ -184,16 +235,22 @@ impl Token {
         scopes: Vec<String>,
         hidden: Vec<Secret>,
     ) -> Result<Self, CallError> {
-        Self::aged(bearer, refresh, lifetime, Duration::ZERO, scopes, hidden)
+        Self::aged(
+            bearer,
+            refresh,
+            lifetime.map(|lifetime| (lifetime, lifetime)),
+            scopes,
+            hidden,
+        )
     }
 
-    /// A token issued `age` ago for `lifetime`: renewed when less than
-    /// `min(RENEW_BEFORE, lifetime / 2)` of its lifetime is left.
+    /// A token with `(lifetime, left)` of its lifetime (both cut to
+    /// [`MAX_TOKEN_LIFETIME`]: a server's number meets the clock bounded): renewed when
+    /// less than `min(RENEW_BEFORE, lifetime / 2)` is left.
     fn aged(
         bearer: Secret,
         refresh: Option<Secret>,
-        lifetime: Option<Duration>,
-        age: Duration,
+        lifetime: Option<(Duration, Duration)>,
         scopes: Vec<String>,
         mut hidden: Vec<Secret>,
     ) -> Result<Self, CallError> {
@@ -205,13 +262,19 @@ impl Token {
         }
         hidden.extend(refresh.iter().cloned());
         let now = Instant::now();
-        let left = lifetime.map(|lifetime| (lifetime, lifetime.saturating_sub(age)));
+        let at = |after: Duration| now.checked_add(after).unwrap_or(now);
+        let left = lifetime.map(|(lifetime, left)| {
+            (
+                lifetime.min(MAX_TOKEN_LIFETIME),
+                left.min(lifetime).min(MAX_TOKEN_LIFETIME),
+            )
+        });
         Ok(Self {
             bearer,
             refresh,
             renew_at: left
-                .map(|(lifetime, left)| now + left.saturating_sub(RENEW_BEFORE.min(lifetime / 2))),
-            expires_at: left.map(|(_, left)| now + left),
+                .map(|(lifetime, left)| at(left.saturating_sub(RENEW_BEFORE.min(lifetime / 2)))),
+            expires_at: left.map(|(_, left)| at(left)),
             scopes,
             hidden,
         })
@@ -240,20 +303,22 @@ impl Token {
     /// A stored grant's token; `None` when it has no access token.
     fn from_stored(grant: &StoredGrant, hidden: Vec<Secret>) -> Option<Result<Self, CallError>> {
         let bearer = grant.access_token.clone()?;
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_secs();
-        let age = grant
-            .obtained_at
-            .map_or(0, |obtained| now.saturating_sub(obtained));
+        let now = unix_now();
+        let lifetime = grant.lifetime_left(now).map(|left| {
+            let lifetime = grant
+                .expires_at
+                .zip(grant.obtained_at)
+                .map_or(left, |(at, obtained)| {
+                    Duration::from_secs(at.saturating_sub(obtained))
+                });
+            (lifetime, left)
+        });
         let mut hidden = hidden;
         hidden.extend(grant.client_secret.iter().cloned());
         Some(Self::aged(
             bearer,
             grant.refresh_token.clone(),
-            grant.expires_in.map(Duration::from_secs),
-            Duration::from_secs(age),
+            lifetime,
             grant.scopes.clone(),
             hidden,
         ))
@@ -392,8 +457,9 @@ impl Entry {
     }
 
     /// The token for the next request: the cached one, or one renewed now (once, however
-    /// many calls ask at the same time). `None`: no token is known yet; the request goes
-    /// without, and the server's challenge says what it wants.
+    /// many calls ask at the same time, in this process and, through the store's lease,
+    /// in every process that shares the grant). `None`: no token is known yet; the
+    /// request goes without, and the server's challenge says what it wants.
     pub(super) async fn current(&self, ctx: &Ctx<'_>) -> Result<Option<Token>, CallError> {
         if let Some(token) = self.fresh() {
             return Ok(Some(token));
@@ -402,9 +468,37 @@ impl Entry {
         if let Some(token) = self.fresh() {
             return Ok(Some(token));
         }
+        let delegated = matches!(self.grant(), Grant::AuthorizationCode(_));
+        if delegated && !flight.loaded {
+            // First use: the stored grant's token becomes the one in use, even when it is
+            // due for renewal (while it has not expired, it is what a failed renewal
+            // falls back to).
+            flight.loaded = true;
+            if let Some((key, stored)) = self.stored(ctx).await? {
+                flight.key = Some(key);
+                if let Some(token) = Token::from_stored(&stored.grant, self.grant().secrets()) {
+                    let mut token = token?;
+                    self.set(&mut token);
+                    if token.is_fresh(Instant::now()) {
+                        return Ok(Some(token));
+                    }
+                }
+            }
+        }
         let stale = lock(&self.token).clone();
+        let now = Instant::now();
         let renewed = match self.grant() {
-            Grant::AuthorizationCode(_) => self.renew_delegated(ctx, &mut flight, &stale).await,
+            Grant::AuthorizationCode(_)
+                if flight.key.is_some()
+                    && stale.as_ref().is_none_or(|token| token.refresh.is_some()) =>
+            {
+                // While the old token works, another process's refresh is not waited for.
+                let wait = stale.as_ref().is_none_or(|token| !token.is_unexpired(now));
+                self.refresh(ctx, &mut flight, None, stale.as_ref(), wait)
+                    .await
+            }
+            // Nothing to refresh with: used until it expires, then the server says.
+            Grant::AuthorizationCode(_) => Ok(None),
             _ if stale.is_some() && flight.manager.is_some() => self
                 .obtain(ctx, &mut flight, None, Vec::new())
                 .await
@@ -418,7 +512,8 @@ impl Entry {
                 Ok(Some(token))
             }
             Ok(None) => Ok(stale.filter(|token| token.is_unexpired(now))),
-            // The old token still works: use it, and renew on a later call.
+            // The old token still works (a passing failure of the authorization server or
+            // of the store): use it, and renew on a later call.
             Err(error) if stale.as_ref().is_some_and(|token| token.is_unexpired(now)) => {
                 tracing::debug!(
                     tenant = %self.tenant,
@@ -819,8 +914,8 @@ impl Entry {
 
     /// The delegated grant stored for this tenant and server: under the pinned issuer's
     /// key, else the most recent usable one of any issuer.
-    async fn stored(&self, ctx: &Ctx<'_>) -> Result<Option<(GrantKey, StoredGrant)>, CallError> {
-        let store_failed = |_| failed("the credential store failed");
+    async fn stored(&self, ctx: &Ctx<'_>) -> Result<Option<(GrantKey, VersionedGrant)>, CallError> {
+        let store_failed = |error: StoreError| store_failed(&error);
         let keys = match self.grant().issuer() {
             Some(issuer) => vec![GrantKey::new(&self.tenant, &self.url, issuer)],
             None => ctx
@@ -829,58 +924,38 @@ impl Entry {
                 .await
                 .map_err(store_failed)?,
         };
-        let mut best: Option<(GrantKey, StoredGrant)> = None;
+        let mut best: Option<(GrantKey, VersionedGrant)> = None;
         for key in keys {
-            let Some(grant) = ctx.store.load(&key).await.map_err(store_failed)? else {
+            let Some(stored) = ctx.store.load(&key).await.map_err(store_failed)? else {
                 continue;
             };
             let newer = best
                 .as_ref()
-                .is_none_or(|(_, best)| grant.obtained_at > best.obtained_at);
-            if grant.is_usable() && newer {
-                best = Some((key, grant));
+                .is_none_or(|(_, best)| stored.grant.obtained_at > best.grant.obtained_at);
+            if stored.grant.is_usable() && newer {
+                best = Some((key, stored));
             }
         }
         Ok(best)
     }
 
-    /// A delegated grant's token before a request: the stored one on first use, or a
-    /// refreshed one when it is about to expire.
-    async fn renew_delegated(
-        &self,
-        ctx: &Ctx<'_>,
-        flight: &mut Flight,
-        stale: &Option<Token>,
-    ) -> Result<Option<Token>, CallError> {
-        if stale.is_none() {
-            if flight.loaded {
-                return Ok(None);
-            }
-            flight.loaded = true;
-            let Some((key, stored)) = self.stored(ctx).await? else {
-                return Ok(None);
-            };
-            flight.key = Some(key);
-            let token = Token::from_stored(&stored, self.grant().secrets()).transpose()?;
-            match token {
-                Some(token) if token.is_fresh(Instant::now()) => return Ok(Some(token)),
-                _ if stored.refresh_token.is_none() => return Ok(None),
-                _ => {}
-            }
-        } else if stale.as_ref().is_some_and(|token| token.refresh.is_none()) {
-            // Nothing to refresh with: used until it expires, then the server says.
-            return Ok(None);
-        }
-        self.refresh(ctx, flight, None).await.map(Some)
-    }
-
-    /// Refreshes the delegated grant under `flight.key`.
+    /// Refreshes the delegated grant under `flight.key`, across every process that shares
+    /// the store: under the grant's lease, the stored grant is read again, and a token
+    /// another holder refreshed meanwhile (not `stale`, the one this process has or the
+    /// server refused) is used as it is, without refreshing again. Otherwise the refresh
+    /// runs in a task of its own, bounded by the lease (so that a call that stops waiting
+    /// cannot lose a rotated refresh token), and its grant is written over the one it
+    /// started from, never over another writer's.
+    ///
+    /// `wait == false`: `Ok(None)` at once when another holder is refreshing.
     async fn refresh(
         &self,
         ctx: &Ctx<'_>,
         flight: &mut Flight,
         challenge: Option<&str>,
-    ) -> Result<Token, CallError> {
+        stale: Option<&Token>,
+        wait: bool,
+    ) -> Result<Option<Token>, CallError> {
         let Some(key) = flight.key.clone() else {
             return Err(required("the tenant has no grant for this server"));
         };
@@ -893,36 +968,172 @@ impl Entry {
                 ));
             }
         }
-        let stored = ctx
-            .store
-            .load(&key)
-            .await
-            .map_err(|_| failed("the credential store failed"))?
-            .ok_or_else(|| required("the tenant's grant for this server was removed"))?;
-        let saved = self.configure_delegated(ctx, flight, &key, &stored)?;
-        let Some(manager) = flight.manager.as_ref() else {
+        let Some(lease) = take_lease(ctx.store, &key, wait).await? else {
+            return Ok(None);
+        };
+        let reloaded = self.refresh_leased(ctx, flight, &key, lease, stale).await;
+        reloaded.map(Some)
+    }
+
+    /// The part of [`Entry::refresh`] under the lease (which it releases).
+    async fn refresh_leased(
+        &self,
+        ctx: &Ctx<'_>,
+        flight: &mut Flight,
+        key: &GrantKey,
+        lease: Lease,
+        stale: Option<&Token>,
+    ) -> Result<Token, CallError> {
+        let release = |lease: Lease| async move {
+            if let Err(error) = lease.release().await {
+                tracing::debug!(error = %error, "releasing a grant's lease failed; it expires");
+            }
+        };
+        let stored = match ctx.store.load(key).await {
+            Ok(Some(stored)) => stored,
+            Ok(None) => {
+                release(lease).await;
+                return Err(required("the tenant's grant for this server was removed"));
+            }
+            Err(error) => {
+                release(lease).await;
+                return Err(store_failed(&error));
+            }
+        };
+        if let Some(token) = self.refreshed_elsewhere(&stored, stale) {
+            release(lease).await;
+            tracing::debug!(tenant = %self.tenant, "using the token another holder refreshed");
+            return token;
+        }
+        if stored.grant.refresh_token.is_none() {
+            release(lease).await;
+            return Err(required(if stored.grant.is_revoked() {
+                "the tenant's grant was revoked (its refresh token was refused)"
+            } else {
+                "the tenant's grant cannot be refreshed (no refresh token)"
+            }));
+        }
+        let configured =
+            self.configure_delegated(ctx, flight, key, &stored.grant, Some(stored.clone()));
+        let outcome = match configured {
+            Ok(outcome) => outcome,
+            Err(error) => {
+                release(lease).await;
+                return Err(error);
+            }
+        };
+        let Some(manager) = flight.manager.take() else {
+            release(lease).await;
             return Err(failed("the authorization metadata is unknown"));
         };
-        let response = silenced(manager.refresh_token())
-            .await
-            .map_err(|error| from_auth(&error))?;
+        let ttl = ctx.store.lease_ttl();
+        let within = LeaseTerms::refresh_within(ttl);
+        let until = Instant::now() + ttl.mul_f64(0.9);
+        let (store, retry_key, retry_version) =
+            (Arc::clone(ctx.store), key.clone(), stored.version);
+        let retry_outcome = Arc::clone(&outcome);
+        // The refresh, its write and the lease's release run to their end even when the
+        // call that started them stops waiting.
+        let task = ctx.tasks.spawn(async move {
+            let response = tokio::time::timeout(within, silenced(manager.refresh_token()))
+                .await
+                .ok();
+            retry_unsaved(&store, &retry_key, retry_version, &retry_outcome, until).await;
+            release(lease).await;
+            (manager, response)
+        });
+        let Ok((manager, response)) = task.await else {
+            return Err(failed("the token refresh could not be run"));
+        };
+        flight.manager = Some(manager);
+        let response = match response {
+            Some(Ok(response)) => response,
+            Some(Err(error)) => return self.refused(ctx, key, &error, &outcome, stale).await,
+            None => {
+                return Err(failed(format!(
+                    "the token refresh took longer than {} s",
+                    within.as_secs()
+                )));
+            }
+        };
+        let saved = adapter::outcome(&outcome, |outcome| outcome.saved.clone());
+        if let Some(Saved::Conflict(_)) = &saved {
+            tracing::warn!(
+                tenant = %self.tenant,
+                "the refreshed grant was not stored: another writer replaced it meanwhile"
+            );
+        }
         tracing::debug!(tenant = %self.tenant, "refreshed the access token");
-        let scopes = last_saved(&saved).map_or(stored.scopes.clone(), |grant| grant.scopes);
+        let scopes = saved.map_or(stored.grant.scopes.clone(), |saved| {
+            saved.grant().scopes.clone()
+        });
         let mut hidden = self.grant().secrets();
-        hidden.extend(stored.client_secret.iter().cloned());
+        hidden.extend(stored.grant.client_secret.iter().cloned());
         Token::from_response(&response, scopes, hidden)
+    }
+
+    /// The stored grant's token, when another holder refreshed it since `stale` (a token
+    /// this process holds, or the server refused) and it needs no renewing.
+    fn refreshed_elsewhere(
+        &self,
+        stored: &VersionedGrant,
+        stale: Option<&Token>,
+    ) -> Option<Result<Token, CallError>> {
+        let token = match Token::from_stored(&stored.grant, self.grant().secrets())? {
+            Ok(token) => token,
+            Err(error) => return Some(Err(error)),
+        };
+        let other = stale.is_none_or(|stale| stale.bearer != token.bearer);
+        (other && token.is_fresh(Instant::now())).then_some(Ok(token))
+    }
+
+    /// A refresh the authorization server refused. Refused for good (`invalid_grant`):
+    /// read the store again first; a process that lost a race to another refresher finds
+    /// that one's token there and uses it. Only a grant nobody replaced is revoked.
+    async fn refused(
+        &self,
+        ctx: &Ctx<'_>,
+        key: &GrantKey,
+        error: &rmcp::transport::auth::AuthError,
+        outcome: &adapter::Shared,
+        stale: Option<&Token>,
+    ) -> Result<Token, CallError> {
+        let mapped = from_auth(error);
+        if mapped.kind() != crate::error::ErrorKind::AuthorizationRequired {
+            return Err(mapped);
+        }
+        if let Ok(Some(current)) = ctx.store.load(key).await
+            && let Some(token) = self.refreshed_elsewhere(&current, stale)
+        {
+            tracing::debug!(
+                tenant = %self.tenant,
+                "the refresh token was refused, and another holder's refreshed grant is stored"
+            );
+            return token;
+        }
+        if adapter::outcome(outcome, |outcome| outcome.revoked) {
+            Err(required(
+                "the authorization server refused the tenant's refresh token; the grant is \
+                 revoked",
+            ))
+        } else {
+            Err(mapped)
+        }
     }
 
     /// Points the manager at the stored grant: our store under its key, and the client it
     /// was made for (rmcp's records hold no secret: a registered client's comes from the
-    /// grant, a pre-registered one's from the config).
+    /// grant, a pre-registered one's from the config). `base`: the grant a refresh starts
+    /// from (its save compares and swaps against it); `None` for a person's new grant,
+    /// which replaces whatever is stored.
     fn configure_delegated(
         &self,
         ctx: &Ctx<'_>,
         flight: &mut Flight,
         key: &GrantKey,
         stored: &StoredGrant,
-    ) -> Result<Arc<Mutex<Option<StoredGrant>>>, CallError> {
+        base: Option<VersionedGrant>,
+    ) -> Result<adapter::Shared, CallError> {
         let Some(manager) = flight.manager.as_mut() else {
             return Err(failed("the authorization metadata is unknown"));
         };
@@ -935,10 +1146,11 @@ impl Entry {
                 .clone()
                 .filter(|_| grant.client_id.as_deref() == Some(stored.client_id.as_str()))
         });
-        let (adapter, saved) = KeyedStore::new(
+        let (adapter, outcome) = KeyedStore::new(
             Arc::clone(ctx.store),
             key.clone(),
             stored.client_secret.clone(),
+            base,
         );
         manager.set_credential_store(adapter);
         let mut config =
@@ -949,7 +1161,7 @@ impl Entry {
         manager
             .configure_client(config)
             .map_err(|error| from_auth(&error))?;
-        Ok(saved)
+        Ok(outcome)
     }
 
     async fn reauthorize_delegated(
@@ -972,19 +1184,17 @@ impl Entry {
                 .store
                 .load(&key)
                 .await
-                .map_err(|_| failed("the credential store failed"))?;
+                .map_err(|error| store_failed(&error))?;
             if let Some(stored) = stored {
-                let token = Token::from_stored(&stored, self.grant().secrets()).transpose()?;
-                // A token the server has not refused yet (stored by a login meanwhile).
-                if let Some(token) = token.filter(|token| {
-                    token.is_fresh(Instant::now())
-                        && sent.is_none_or(|sent| sent.bearer != token.bearer)
-                }) {
-                    return Ok(token);
+                // A token the server has not refused yet (stored by a login, or a refresh
+                // of another process, meanwhile).
+                if let Some(token) = self.refreshed_elsewhere(&stored, sent) {
+                    return token;
                 }
-                if stored.refresh_token.is_some() {
-                    match self.refresh(ctx, flight, challenge).await {
-                        Ok(token) => return Ok(token),
+                if stored.grant.refresh_token.is_some() {
+                    match self.refresh(ctx, flight, challenge, sent, true).await {
+                        Ok(Some(token)) => return Ok(token),
+                        Ok(None) => {}
                         // The grant is gone: authorize anew, if someone can.
                         Err(error)
                             if error.kind() == crate::error::ErrorKind::AuthorizationRequired => {}
@@ -1019,11 +1229,12 @@ impl Entry {
             return Err(failed("the authorization metadata is unknown"));
         };
         let redirect = redirect_uri(grant, Some(authorizer));
-        let stored = ctx
-            .store
-            .load(&key)
-            .await
-            .map_err(|_| failed("the credential store failed"))?;
+        // A record that cannot be read is replaced by this grant: a login repairs it.
+        let stored = match ctx.store.load(&key).await {
+            Ok(stored) => stored.map(|stored| stored.grant),
+            Err(error) if error.kind() == StoreErrorKind::Corrupt => None,
+            Err(error) => return Err(store_failed(&error)),
+        };
         let metadata_documents = metadata
             .additional_fields
             .get("client_id_metadata_document_supported")
@@ -1080,7 +1291,7 @@ impl Entry {
             }
         }
         let (adapter, saved) =
-            KeyedStore::new(Arc::clone(ctx.store), key, registered_secret.clone());
+            KeyedStore::new(Arc::clone(ctx.store), key, registered_secret.clone(), None);
         manager.set_credential_store(adapter);
         let session = match silenced(AuthorizationSession::new(manager, request)).await {
             Ok(session) => session,
@@ -1105,7 +1316,8 @@ impl Entry {
             Some(exchanged) => exchanged.map_err(|error| from_auth(&error))?,
             None => return Err(failed("the authorizer did not complete the authorization")),
         };
-        let scopes = last_saved(&saved).map_or(scopes, |grant| grant.scopes);
+        let scopes = adapter::outcome(&saved, |outcome| outcome.saved.clone())
+            .map_or(scopes, |saved| saved.grant().scopes.clone());
         let mut hidden = Grant::AuthorizationCode(grant.clone()).secrets();
         hidden.extend(registered_secret);
         Token::from_response(&response, scopes, hidden)
@@ -1129,8 +1341,9 @@ impl Entry {
             .store
             .load(&key)
             .await
-            .map_err(|_| failed("the credential store failed"))?
-            .ok_or_else(|| required("the tenant's grant for this server was removed"))?;
+            .map_err(|error| store_failed(&error))?
+            .ok_or_else(|| required("the tenant's grant for this server was removed"))?
+            .grant;
         if flight.manager.is_none() {
             let issuer = self.discover(ctx, flight, challenge).await?;
             if issuer != key.issuer {
@@ -1139,7 +1352,7 @@ impl Entry {
                      not authorized",
                 ));
             }
-            self.configure_delegated(ctx, flight, &key, &stored)?;
+            let _ = self.configure_delegated(ctx, flight, &key, &stored, None)?;
         }
         let mut wanted = stored.scopes.clone();
         union(&mut wanted, scopes);
@@ -1202,6 +1415,45 @@ async fn exchange_client_credentials(
     };
     flight.manager = Some(manager);
     response.map_err(|error| from_auth(&error))
+}
+
+/// A refreshed grant the store did not take (it failed a moment: a database restarting):
+/// written again, with backoff, over the grant the refresh started from, until `until`
+/// (within the lease). The tokens a refresh rotated must not be lost to a passing fault.
+async fn retry_unsaved(
+    store: &Arc<dyn CredentialStore>,
+    key: &GrantKey,
+    version: crate::auth::store::GrantVersion,
+    outcome: &adapter::Shared,
+    until: Instant,
+) {
+    let Some((grant, mut error)) = adapter::outcome(outcome, |outcome| outcome.unsaved.take())
+    else {
+        return;
+    };
+    let mut pause = Duration::from_millis(50);
+    while Instant::now() + pause < until {
+        tokio::time::sleep(pause).await;
+        pause *= 2;
+        match store
+            .save(key, &grant, crate::auth::store::Expected::Version(version))
+            .await
+        {
+            Ok(crate::auth::store::Swap::Done(_)) => {
+                adapter::outcome(outcome, |outcome| {
+                    outcome.saved = Some(Saved::Stored(grant))
+                });
+                return;
+            }
+            // Another writer got there: theirs stands.
+            Ok(crate::auth::store::Swap::Conflict) => return,
+            Err(again) => error = again,
+        }
+    }
+    tracing::warn!(
+        error = %error,
+        "a refreshed grant could not be stored; this process keeps its token in memory"
+    );
 }
 
 /// The redirect URI: the grant's, else the authorizer's, else the default.

@@ -34,14 +34,18 @@ use std::{
 };
 
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
+use tokio_util::{sync::CancellationToken, task::TaskTracker};
 use tracing::instrument::WithSubscriber;
 
 pub use self::store::{
-    CredentialStore, FileCredentialStore, GrantKey, MemoryCredentialStore, StoreError, StoredGrant,
+    CredentialStore, DEFAULT_LEASE_TTL, Expected, FileCredentialStore, GrantKey, GrantVersion,
+    Lease, LeaseHolder, MAX_TOKEN_LIFETIME, MemoryCredentialStore, StoreError, StoreErrorKind,
+    StoredGrant, Swap, VersionedGrant,
 };
+#[cfg(feature = "postgres")]
+pub use self::store::{KeyRing, KeyRingError, PostgresCredentialStore, PostgresStoreOptions};
 use self::{
-    flow::{Ctx, Entry, Token, challenged},
+    flow::{Ctx, Entry, Token, challenged, store_failed},
     http::OAuthHttp,
 };
 use crate::{
@@ -127,6 +131,9 @@ pub struct StoredGrantSummary {
     pub refreshable: bool,
     /// Whether it can be used now (an unexpired access token, or a refresh token).
     pub usable: bool,
+    /// Whether the authorization server refused its refresh token: the tenant must log
+    /// in again.
+    pub revoked: bool,
 }
 
 impl StoredGrantSummary {
@@ -134,9 +141,10 @@ impl StoredGrantSummary {
         Self {
             key,
             scopes: grant.scopes.clone(),
-            expires_at: grant.expires_at(),
+            expires_at: grant.expiry(),
             refreshable: grant.refresh_token.is_some(),
             usable: grant.is_usable(),
+            revoked: grant.is_revoked(),
         }
     }
 }
@@ -172,6 +180,7 @@ struct Inner {
     identity: Option<Arc<dyn IdentityTokenProvider>>,
     client_name: String,
     entries: Mutex<HashMap<EntryKey, Arc<Entry>>>,
+    tasks: TaskTracker,
 }
 
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -232,16 +241,19 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Auth {
-    /// The registry, with the client's pooled HTTP client (no redirects).
-    pub(crate) fn new(options: &AuthOptions, pooled: reqwest::Client, client_name: &str) -> Self {
-        let store =
-            options
-                .store
-                .clone()
-                .unwrap_or_else(|| match FileCredentialStore::at_default_dir() {
-                    Some(store) => Arc::new(store) as Arc<dyn CredentialStore>,
-                    None => Arc::new(MemoryCredentialStore::new()),
-                });
+    /// The registry, with the client's pooled HTTP client (no redirects) and its tracker
+    /// of background tasks (refreshes run there). Grants are kept in memory unless the
+    /// host names a store.
+    pub(crate) fn new(
+        options: &AuthOptions,
+        pooled: reqwest::Client,
+        client_name: &str,
+        tasks: TaskTracker,
+    ) -> Self {
+        let store = options
+            .store
+            .clone()
+            .unwrap_or_else(|| Arc::new(MemoryCredentialStore::new()));
         Self {
             inner: Arc::new(Inner {
                 http: Arc::new(OAuthHttp::new(pooled)),
@@ -250,6 +262,7 @@ impl Auth {
                 identity: options.identity.clone(),
                 client_name: client_name.to_owned(),
                 entries: Mutex::new(HashMap::new()),
+                tasks,
             }),
         }
     }
@@ -274,6 +287,7 @@ impl Auth {
             authorizer: authorizer.or(self.inner.authorizer.as_ref()),
             identity: self.inner.identity.as_ref(),
             client_name: &self.inner.client_name,
+            tasks: &self.inner.tasks,
         }
     }
 
@@ -342,8 +356,8 @@ impl Auth {
     }
 
     /// Removes a tenant's grant for a server: its stored delegated grants (under every
-    /// issuer, or the pinned one) and every token in memory. Returns how many stored
-    /// grants were removed.
+    /// issuer, readable or not, or the pinned one) and every token in memory. Returns how
+    /// many stored grants were removed.
     pub(crate) async fn forget(
         &self,
         authorization: &Authorization,
@@ -354,18 +368,27 @@ impl Auth {
         if !matches!(authorization.grant, Grant::AuthorizationCode(_)) {
             return Ok(0);
         }
-        let keys = self.stored_keys(authorization, url).await?;
-        for key in &keys {
-            self.inner
-                .store
-                .remove(key)
+        let store = &self.inner.store;
+        match authorization.grant.issuer() {
+            Some(issuer) => {
+                let key = GrantKey::new(&authorization.tenant, url, issuer);
+                // Counted when something was there, readable or not.
+                let present = !matches!(store.load(&key).await, Ok(None));
+                let _ = store
+                    .remove(&key, None)
+                    .await
+                    .map_err(|error| store_failed(&error))?;
+                Ok(usize::from(present))
+            }
+            None => store
+                .purge(&authorization.tenant, url)
                 .await
-                .map_err(|_| errors::failed("the credential store failed"))?;
+                .map_err(|error| store_failed(&error)),
         }
-        Ok(keys.len())
     }
 
     /// Whether the tenant has a usable grant for a server (reads the store; no network).
+    /// A grant the store cannot read is an error (`credential_store`) that names it.
     pub(crate) async fn status(
         &self,
         authorization: &Authorization,
@@ -376,14 +399,14 @@ impl Auth {
         }
         let mut best: Option<StoredGrantSummary> = None;
         for key in self.stored_keys(authorization, url).await? {
-            let grant = self
+            let stored = self
                 .inner
                 .store
                 .load(&key)
                 .await
-                .map_err(|_| errors::failed("the credential store failed"))?;
-            if let Some(grant) = grant {
-                let summary = StoredGrantSummary::of(key, &grant);
+                .map_err(|error| store_failed(&error))?;
+            if let Some(stored) = stored {
+                let summary = StoredGrantSummary::of(key, &stored.grant);
                 if best
                     .as_ref()
                     .is_none_or(|best| summary.usable && !best.usable)
@@ -407,7 +430,7 @@ impl Auth {
                 .store
                 .keys(&authorization.tenant, url)
                 .await
-                .map_err(|_| errors::failed("the credential store failed")),
+                .map_err(|error| store_failed(&error)),
         }
     }
 }

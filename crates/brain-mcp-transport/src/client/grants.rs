@@ -15,8 +15,9 @@ use crate::{
 type Attempt<'a, T> = Pin<Box<dyn Future<Output = Result<T, CallError>> + Send + 'a>>;
 
 impl ClientOptions {
-    /// Where delegated grants are kept (default: a [`crate::FileCredentialStore`] in its
-    /// default directory, else in memory when there is no home directory).
+    /// Where delegated grants are kept (default: in memory, for the life of the client;
+    /// a [`crate::FileCredentialStore`] shares them with the other processes of a
+    /// machine, a `PostgresCredentialStore` (feature `postgres`) with a fleet).
     pub fn credential_store(mut self, store: Arc<dyn CredentialStore>) -> Self {
         self.auth.store = Some(store);
         self

@@ -311,6 +311,7 @@ impl McpClient {
                     &options.auth,
                     shared.http.pooled.clone(),
                     &options.client_name,
+                    shared.tasks.clone(),
                 ),
                 options,
                 shared,

@@ -2,6 +2,10 @@
 
 mod auto;
 mod discovery;
+// The shared-grant tests use PostgreSQL too: the workspace builds the transport with
+// `postgres` (the CLI turns it on), so they run in every full test run.
+#[cfg(feature = "postgres")]
+mod fleet;
 mod layers;
 mod legacy;
 mod modern;

@@ -11,7 +11,7 @@ use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
 use brain_mcp_transport::{
     Authorization, AuthorizationCodeGrant, CallError, CallOutcome, CallRequest,
     ClientAuthentication, ClientCredentialsGrant, ClientOptions, CredentialStore, Delivery,
-    Endpoint, EraPreference, ErrorKind, Grant, GrantKey, GrantStatus, McpClient,
+    Endpoint, EraPreference, ErrorKind, Expected, Grant, GrantKey, GrantStatus, McpClient,
     MemoryCredentialStore, Secret, SecretMethod, SigningAlgorithm, StoredGrant,
 };
 use serde_json::{Value, json};
@@ -89,17 +89,17 @@ impl Setup {
         let mut grant = StoredGrant::new("pre-registered-client");
         grant.access_token = Some(Secret::new(access));
         grant.refresh_token = Some(Secret::new(refresh.clone()));
-        grant.obtained_at = Some(
+        grant.set_lifetime(
             SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .unwrap()
                 .as_secs()
                 - age.as_secs(),
+            Some(Duration::from_secs(3600)),
         );
-        grant.expires_in = Some(3600);
         grant.scopes = scopes.clone();
         let key = GrantKey::new(tenant, self.url(), self.servers.issuer());
-        self.store.save(&key, &grant).await.unwrap();
+        let _ = self.store.save(&key, &grant, Expected::Any).await.unwrap();
         self.servers.resource.state.accept(access, scopes.clone());
         self.servers
             .auth
@@ -364,7 +364,7 @@ async fn a_delegated_grant_is_made_through_the_authorizer() {
     assert_eq!(exchanges[0].form["resource"], setup.url());
     // Stored under (tenant, resource, issuer), with its refresh token.
     let key = GrantKey::new("acme", setup.url(), setup.servers.issuer());
-    let stored = setup.store.load(&key).await.unwrap().unwrap();
+    let stored = setup.store.load(&key).await.unwrap().unwrap().grant;
     assert!(stored.refresh_token.is_some());
     assert_eq!(stored.client_id, "dyn-client-0");
     // The next call takes the cached token: no more authorization traffic.
@@ -481,7 +481,7 @@ async fn a_token_about_to_expire_is_refreshed_before_the_call() {
     assert_eq!(seen[0].0.as_deref(), Some("at-0-0123456789abcdef"));
     // The refreshed grant is stored.
     let key = GrantKey::new("acme", setup.url(), setup.servers.issuer());
-    let stored = setup.store.load(&key).await.unwrap().unwrap();
+    let stored = setup.store.load(&key).await.unwrap().unwrap().grant;
     assert_eq!(
         stored.access_token.as_ref().map(Secret::expose),
         Some("at-0-0123456789abcdef")
@@ -571,15 +571,16 @@ async fn a_revoked_refresh_token_requires_a_new_authorization() {
         (ErrorKind::AuthorizationRequired, Delivery::NotSent)
     );
     assert_eq!(setup.tool_calls_run(), 0);
+    // Marked revoked, never deleted: the client registration is kept for the next login.
     let authorization = Authorization::new("acme", delegated());
-    assert_eq!(
-        client
-            .grant_status(&setup.url(), &authorization)
-            .await
-            .unwrap(),
-        GrantStatus::Missing,
-        "the rejected grant is removed"
-    );
+    let GrantStatus::Stored(summary) = client
+        .grant_status(&setup.url(), &authorization)
+        .await
+        .unwrap()
+    else {
+        panic!("the revoked grant is kept")
+    };
+    assert!(summary.revoked && !summary.usable, "{summary:?}");
 }
 
 #[tokio::test]

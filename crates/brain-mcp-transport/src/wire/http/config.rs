@@ -59,14 +59,19 @@ pub(crate) fn fresh_client(tcp_nodelay: bool) -> Result<reqwest::Client, String>
     client(tcp_nodelay, false)
 }
 
-fn client(tcp_nodelay: bool, pooled: bool) -> Result<reqwest::Client, String> {
+/// TLS for every client of ours: rustls on the `ring` provider with the platform's
+/// verifier, configured here rather than process-wide.
+pub(crate) fn tls_config() -> Result<rustls::ClientConfig, rustls::Error> {
     use rustls_platform_verifier::BuilderVerifierExt;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let tls = rustls::ClientConfig::builder_with_provider(provider)
+    Ok(rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .and_then(|builder| builder.with_platform_verifier())
-        .map_err(|error| format!("TLS could not be set up: {error}"))?
-        .with_no_client_auth();
+        .and_then(|builder| builder.with_platform_verifier())?
+        .with_no_client_auth())
+}
+
+fn client(tcp_nodelay: bool, pooled: bool) -> Result<reqwest::Client, String> {
+    let tls = tls_config().map_err(|error| format!("TLS could not be set up: {error}"))?;
     reqwest::Client::builder()
         .tls_backend_preconfigured(tls)
         .redirect(reqwest::redirect::Policy::none())

@@ -51,6 +51,8 @@ use rmcp::{
 use sse_stream::Sse;
 use tokio_util::sync::CancellationToken;
 
+#[cfg(feature = "postgres")]
+pub(crate) use config::tls_config;
 pub(crate) use config::{BackendConfig, fresh_client, pooled_client, transport_config};
 pub(crate) use session::SessionTracker;
 
