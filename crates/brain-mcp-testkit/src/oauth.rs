@@ -371,6 +371,8 @@ pub struct AsState {
     used_refresh_tokens: Mutex<HashMap<String, usize>>,
     /// Grant -> the access tokens issued for it (revoked with it).
     grant_tokens: Mutex<HashMap<usize, Vec<String>>>,
+    /// Grants made (their numbers).
+    grants: AtomicUsize,
     issued: AtomicUsize,
 }
 
@@ -386,7 +388,7 @@ impl AsState {
 
     /// Issues a token pair the resource accepts, for a new grant.
     pub fn issue(&self, scopes: &[String], refresh: bool) -> Value {
-        let grant = self.issued.fetch_add(1, Ordering::SeqCst) + 1_000_000;
+        let grant = self.grants.fetch_add(1, Ordering::SeqCst);
         self.issue_for(scopes, refresh, grant)
     }
 
@@ -416,7 +418,7 @@ impl AsState {
     /// Stores a refresh token as issued, for a grant of its own (for grants the test puts
     /// in a store itself); returns the grant's number (as in [`AsState::refresh_log`]).
     pub fn knows_refresh_token(&self, token: &str, scopes: Vec<String>) -> usize {
-        let grant = self.issued.fetch_add(1, Ordering::SeqCst) + 1_000_000;
+        let grant = self.grants.fetch_add(1, Ordering::SeqCst);
         lock(&self.refresh_tokens).insert(token.to_owned(), (scopes, grant));
         grant
     }
@@ -664,6 +666,7 @@ impl AuthServer {
             refresh_tokens: Mutex::default(),
             used_refresh_tokens: Mutex::default(),
             grant_tokens: Mutex::default(),
+            grants: AtomicUsize::new(0),
             issued: AtomicUsize::new(0),
         });
         Mock::given(method("GET"))

@@ -5,10 +5,7 @@
 //! ours and back; rmcp's records have no client secret, so the adapter keeps a
 //! dynamically registered client's secret with the grant.
 
-use std::{
-    sync::{Arc, Mutex, PoisonError},
-    time::Duration,
-};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use oauth2::{AccessToken, RefreshToken, TokenResponse, basic::BasicTokenType};
 use rmcp::transport::auth::{
@@ -17,7 +14,7 @@ use rmcp::transport::auth::{
 };
 
 use super::store::{
-    CredentialStore, Expected, GrantKey, StoreError, StoredGrant, Swap, VersionedGrant, unix_now,
+    CredentialStore, Expected, GrantKey, StoreError, StoredGrant, Swap, VersionedGrant,
 };
 use crate::secret::Secret;
 
@@ -104,10 +101,7 @@ pub(super) fn token_response(grant: &StoredGrant) -> Option<OAuthTokenResponse> 
         BasicTokenType::Bearer,
         VendorExtraTokenFields::default(),
     );
-    let lifetime = grant
-        .expires_at
-        .map(|at| Duration::from_secs(at.saturating_sub(grant.obtained_at.unwrap_or(at))));
-    response.set_expires_in(lifetime.as_ref());
+    response.set_expires_in(grant.lifetime().as_ref());
     response.set_refresh_token(
         grant
             .refresh_token
@@ -123,12 +117,17 @@ pub(super) fn to_rmcp(grant: &StoredGrant, key: &GrantKey) -> StoredCredentials 
         grant.client_id.clone(),
         token_response(grant),
         grant.scopes.clone(),
-        grant.obtained_at,
+        grant.obtained_at.map(|at| {
+            at.duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |elapsed| elapsed.as_secs())
+        }),
     )
     .with_issuer(Some(key.issuer.clone()))
 }
 
-/// Our record of rmcp's: its lifetime made an absolute expiry (bounded).
+/// Our record of rmcp's, received now: its lifetime made an absolute expiry (bounded).
+/// rmcp keeps the time of receipt in whole seconds; the store keeps it to the
+/// millisecond, so that a short-lived token is not taken for older than it is.
 pub(super) fn from_rmcp(
     credentials: &StoredCredentials,
     client_secret: Option<Secret>,
@@ -141,7 +140,7 @@ pub(super) fn from_rmcp(
         .and_then(|token| token.refresh_token())
         .map(|token| Secret::new(token.secret().clone()));
     grant.set_lifetime(
-        credentials.token_received_at.unwrap_or_else(unix_now),
+        std::time::SystemTime::now(),
         token.and_then(|token| token.expires_in()),
     );
     grant.scopes = credentials.granted_scopes.clone();
@@ -227,6 +226,8 @@ impl RmcpStore for KeyedStore {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
     use crate::auth::store::{GrantVersion, MemoryCredentialStore};
 
@@ -234,8 +235,26 @@ mod tests {
         let mut grant = StoredGrant::new("client-1");
         grant.access_token = Some(Secret::new("at-1"));
         grant.refresh_token = Some(Secret::new(refresh));
-        grant.set_lifetime(1_700_000_000, Some(Duration::from_secs(3600)));
+        grant.set_lifetime(
+            std::time::SystemTime::now(),
+            Some(Duration::from_secs(3600)),
+        );
         grant.scopes = vec!["a".into(), "b".into()];
+        grant
+    }
+
+    /// The grant with its times cut to the second (rmcp keeps no finer ones; a grant
+    /// from rmcp is taken as received now).
+    fn seconds(mut grant: StoredGrant) -> StoredGrant {
+        let cut = |time: std::time::SystemTime| {
+            let secs = time
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_secs();
+            std::time::UNIX_EPOCH + Duration::from_secs(secs)
+        };
+        grant.obtained_at = grant.obtained_at.map(cut);
+        grant.expires_at = grant.expires_at.map(cut);
         grant
     }
 
@@ -246,11 +265,12 @@ mod tests {
         let rmcp = to_rmcp(&grant, &key);
         assert_eq!(rmcp.issuer.as_deref(), Some("https://as"));
         let mut back = from_rmcp(&rmcp, None);
-        assert_eq!(back, grant);
+        assert_eq!(seconds(back.clone()), seconds(grant));
+        assert_eq!(back.lifetime(), Some(Duration::from_secs(3600)));
         back.client_secret = Some(Secret::new("dcr-secret"));
         assert_eq!(
-            from_rmcp(&to_rmcp(&back, &key), back.client_secret.clone()),
-            back
+            seconds(from_rmcp(&to_rmcp(&back, &key), back.client_secret.clone())),
+            seconds(back)
         );
     }
 
@@ -272,8 +292,8 @@ mod tests {
             KeyedStore::new(store.clone(), key.clone(), None, Some(base.clone()));
         // rmcp starts from the grant read under the lease.
         assert_eq!(
-            from_rmcp(&adapter.load().await.unwrap().unwrap(), None),
-            base.grant
+            seconds(from_rmcp(&adapter.load().await.unwrap().unwrap(), None)),
+            seconds(base.grant.clone())
         );
         // Someone else wrote meanwhile: the refresh's grant is not stored over theirs.
         let theirs = stored(&store, &key, &grant("rt-theirs")).await;
@@ -286,13 +306,13 @@ mod tests {
         // Nobody wrote: stored.
         let (adapter, outcome) = KeyedStore::new(store.clone(), key.clone(), None, Some(theirs));
         adapter.save(to_rmcp(&grant("rt-3"), &key)).await.unwrap();
+        let Some(Saved::Stored(saved)) = super::outcome(&outcome, |o| o.saved.clone()) else {
+            panic!("stored")
+        };
+        assert_eq!(seconds(saved), seconds(grant("rt-3")));
         assert_eq!(
-            super::outcome(&outcome, |o| o.saved.clone()),
-            Some(Saved::Stored(grant("rt-3")))
-        );
-        assert_eq!(
-            store.load(&key).await.unwrap().unwrap().grant,
-            grant("rt-3")
+            seconds(store.load(&key).await.unwrap().unwrap().grant),
+            seconds(grant("rt-3"))
         );
     }
 

@@ -33,7 +33,7 @@ use super::{
     silenced,
     store::{
         CredentialStore, GrantKey, Lease, LeaseTerms, MAX_TOKEN_LIFETIME, StoreError,
-        StoreErrorKind, StoredGrant, VersionedGrant, unix_now,
+        StoreErrorKind, StoredGrant, VersionedGrant,
     },
 };
 use crate::{
@@ -303,16 +303,8 @@ impl Token {
     /// A stored grant's token; `None` when it has no access token.
     fn from_stored(grant: &StoredGrant, hidden: Vec<Secret>) -> Option<Result<Self, CallError>> {
         let bearer = grant.access_token.clone()?;
-        let now = unix_now();
-        let lifetime = grant.lifetime_left(now).map(|left| {
-            let lifetime = grant
-                .expires_at
-                .zip(grant.obtained_at)
-                .map_or(left, |(at, obtained)| {
-                    Duration::from_secs(at.saturating_sub(obtained))
-                });
-            (lifetime, left)
-        });
+        let left = grant.lifetime_left(std::time::SystemTime::now());
+        let lifetime = left.map(|left| (grant.lifetime().unwrap_or(left), left));
         let mut hidden = hidden;
         hidden.extend(grant.client_secret.iter().cloned());
         Some(Self::aged(
@@ -1073,7 +1065,9 @@ impl Entry {
     }
 
     /// The stored grant's token, when another holder refreshed it since `stale` (a token
-    /// this process holds, or the server refused) and it needs no renewing.
+    /// this process holds, or the server refused) and it has not expired: that holder
+    /// just renewed it, so it is used as it is, even when it is already due again (a
+    /// short-lived token, or one whose issue time the store rounded down to the second).
     fn refreshed_elsewhere(
         &self,
         stored: &VersionedGrant,
@@ -1084,7 +1078,7 @@ impl Entry {
             Err(error) => return Some(Err(error)),
         };
         let other = stale.is_none_or(|stale| stale.bearer != token.bearer);
-        (other && token.is_fresh(Instant::now())).then_some(Ok(token))
+        (other && token.is_unexpired(Instant::now())).then_some(Ok(token))
     }
 
     /// A refresh the authorization server refused. Refused for good (`invalid_grant`):

@@ -141,7 +141,7 @@ impl StoredGrantSummary {
         Self {
             key,
             scopes: grant.scopes.clone(),
-            expires_at: grant.expiry(),
+            expires_at: grant.expires_at,
             refreshable: grant.refresh_token.is_some(),
             usable: grant.is_usable(),
             revoked: grant.is_revoked(),

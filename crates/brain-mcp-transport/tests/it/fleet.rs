@@ -6,7 +6,7 @@
 
 use std::{
     sync::{Arc, atomic::Ordering},
-    time::{Duration, SystemTime, UNIX_EPOCH},
+    time::{Duration, SystemTime},
 };
 
 use brain_mcp_testkit::Postgres;
@@ -32,13 +32,6 @@ async fn servers() -> Servers {
     servers
 }
 
-fn now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-}
-
 /// Stores a tenant's grant (1-hour tokens) issued `age` ago, as a login would have, its
 /// tokens known to the servers. Returns the grant's number at the authorization server.
 async fn store_grant(
@@ -53,7 +46,7 @@ async fn store_grant(
     let mut grant = StoredGrant::new("pre-registered-client");
     grant.access_token = Some(Secret::new(access.clone()));
     grant.refresh_token = Some(Secret::new(refresh.clone()));
-    grant.set_lifetime(now() - age.as_secs(), Some(Duration::from_secs(3600)));
+    grant.set_lifetime(SystemTime::now() - age, Some(Duration::from_secs(3600)));
     grant.scopes = scopes.clone();
     let key = GrantKey::new(tenant, servers.url(), servers.issuer());
     let _ = store.save(&key, &grant, Expected::Any).await.unwrap();
@@ -313,8 +306,11 @@ async fn a_lifetime_of_u64_max_seconds_is_bounded_and_used_again_from_the_store(
         .await
         .unwrap();
     let after = stored(&servers, store.as_ref(), "acme").await.grant;
-    let bound = brain_mcp_transport::MAX_TOKEN_LIFETIME.as_secs();
-    assert!(after.expires_at.unwrap() <= now() + bound, "{after:?}");
+    let bound = brain_mcp_transport::MAX_TOKEN_LIFETIME;
+    assert!(
+        after.expires_at.unwrap() <= SystemTime::now() + bound,
+        "{after:?}"
+    );
     // A new process reads it and calls: no clock overflows.
     let again = holder(Arc::clone(&store));
     call_as(&again, &servers.url(), "acme", pinned(&servers), json!({}))
@@ -326,12 +322,16 @@ async fn a_lifetime_of_u64_max_seconds_is_bounded_and_used_again_from_the_store(
     call_as(&again, &servers.url(), "acme", grant, json!({}))
         .await
         .unwrap();
-    // And a stored grant that says so itself.
+    // And a stored record whose times are past anything a clock holds.
+    let files = FileCredentialStore::new(dir.path());
     let key = GrantKey::new("umbrella", servers.url(), servers.issuer());
-    let mut huge = stored(&servers, store.as_ref(), "acme").await.grant;
-    huge.obtained_at = Some(u64::MAX - 1);
-    huge.expires_at = Some(u64::MAX);
-    let _ = store.save(&key, &huge, Expected::Any).await.unwrap();
+    let _ = files.save(&key, &after, Expected::Any).await.unwrap();
+    let file = files.file(&key);
+    let mut record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    record["obtained_at_ms"] = json!(u64::MAX);
+    record["expires_at_ms"] = json!(u64::MAX);
+    std::fs::write(&file, record.to_string()).unwrap();
     call_as(
         &holder(Arc::clone(&store)),
         &servers.url(),

@@ -4,7 +4,7 @@
 
 use std::{
     sync::{Arc, atomic::Ordering},
-    time::{Duration, SystemTime, UNIX_EPOCH},
+    time::{Duration, SystemTime},
 };
 
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
@@ -89,14 +89,7 @@ impl Setup {
         let mut grant = StoredGrant::new("pre-registered-client");
         grant.access_token = Some(Secret::new(access));
         grant.refresh_token = Some(Secret::new(refresh.clone()));
-        grant.set_lifetime(
-            SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .unwrap()
-                .as_secs()
-                - age.as_secs(),
-            Some(Duration::from_secs(3600)),
-        );
+        grant.set_lifetime(SystemTime::now() - age, Some(Duration::from_secs(3600)));
         grant.scopes = scopes.clone();
         let key = GrantKey::new(tenant, self.url(), self.servers.issuer());
         let _ = self.store.save(&key, &grant, Expected::Any).await.unwrap();

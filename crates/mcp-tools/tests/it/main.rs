@@ -3,6 +3,7 @@
 mod call_check;
 mod deadlines;
 mod discover;
+mod fleet;
 mod help;
 mod human;
 mod merge;

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     CredentialStore, Expected, GrantKey, GrantVersion, Lease, LeaseHolder, StoreError,
-    StoreErrorKind, StoredGrant, Swap, VersionedGrant, new_version,
+    StoreErrorKind, StoredGrant, Swap, VersionedGrant, from_millis, new_version, to_millis,
 };
 use crate::secret::Secret;
 
@@ -52,11 +52,16 @@ struct Record {
     access_token: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     refresh_token: Option<String>,
+    /// When the access token was issued, in milliseconds since the Unix epoch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    obtained_at_ms: Option<u64>,
+    /// When it expires, in milliseconds since the Unix epoch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    expires_at_ms: Option<u64>,
+    /// Format 1: when the access token was issued, in seconds; read, never written.
+    #[serde(default, skip_serializing)]
     obtained_at: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    expires_at: Option<u64>,
-    /// Format 1 stored a lifetime; read, never written.
+    /// Format 1: its lifetime, in seconds; read, never written.
     #[serde(default, skip_serializing)]
     expires_in: Option<u64>,
     #[serde(default)]
@@ -82,8 +87,9 @@ impl Record {
             client_secret: exposed(&grant.client_secret),
             access_token: exposed(&grant.access_token),
             refresh_token: exposed(&grant.refresh_token),
-            obtained_at: grant.obtained_at,
-            expires_at: grant.expires_at,
+            obtained_at_ms: grant.obtained_at.map(to_millis),
+            expires_at_ms: grant.expires_at.map(to_millis),
+            obtained_at: None,
             expires_in: None,
             scopes: grant.scopes.clone(),
         }
@@ -99,15 +105,16 @@ impl Record {
         grant.access_token = self.access_token.map(Secret::new);
         grant.refresh_token = self.refresh_token.map(Secret::new);
         grant.scopes = self.scopes;
-        match (self.obtained_at, self.expires_at, self.expires_in) {
-            (obtained, Some(at), _) => {
-                grant.obtained_at = obtained;
-                grant.expires_at = Some(at);
+        if self.version == 1 {
+            if let Some(obtained) = self.obtained_at {
+                grant.set_lifetime(
+                    UNIX_EPOCH + Duration::from_secs(obtained.min(u64::from(u32::MAX))),
+                    self.expires_in.map(Duration::from_secs),
+                );
             }
-            (Some(obtained), None, lifetime) => {
-                grant.set_lifetime(obtained, lifetime.map(Duration::from_secs));
-            }
-            (None, None, _) => {}
+        } else {
+            grant.obtained_at = self.obtained_at_ms.map(from_millis);
+            grant.expires_at = self.expires_at_ms.map(from_millis);
         }
         VersionedGrant::new(grant, GrantVersion::new(self.revision))
     }
@@ -324,11 +331,7 @@ impl FileCredentialStore {
 
     /// The grant files of a tenant for a server: by name (an unreadable one is still
     /// known to be theirs), and format 1 files by their content.
-    fn files_of(
-        &self,
-        tenant: &str,
-        resource: &str,
-    ) -> Result<Vec<GrantFile>, StoreError> {
+    fn files_of(&self, tenant: &str, resource: &str) -> Result<Vec<GrantFile>, StoreError> {
         let entries = match std::fs::read_dir(&self.dir) {
             Ok(entries) => entries,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -682,7 +685,7 @@ mod tests {
         let loaded = store.load(&key).await.unwrap().unwrap();
         assert_eq!(
             loaded.grant.expires_at,
-            Some(1_700_000_000 + super::super::MAX_TOKEN_LIFETIME.as_secs())
+            Some(contract::at(1_700_000_000) + super::super::MAX_TOKEN_LIFETIME)
         );
         assert_eq!(loaded.version, GrantVersion::new(0));
         // Its first write names that version.

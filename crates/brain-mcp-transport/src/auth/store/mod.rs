@@ -87,11 +87,19 @@ impl GrantKey {
 /// unbounded.
 pub const MAX_TOKEN_LIFETIME: Duration = Duration::from_secs(365 * 24 * 3600);
 
-/// Seconds since the Unix epoch, now.
-pub(crate) fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_secs())
+/// A time as milliseconds since the Unix epoch (how the stores keep times): before the
+/// epoch is zero, beyond `u64` milliseconds is the largest.
+pub(crate) fn to_millis(time: SystemTime) -> u64 {
+    time.duration_since(UNIX_EPOCH).map_or(0, |elapsed| {
+        u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)
+    })
+}
+
+/// The time of milliseconds since the Unix epoch, bounded to what the clock can hold.
+pub(crate) fn from_millis(millis: u64) -> SystemTime {
+    UNIX_EPOCH
+        .checked_add(Duration::from_millis(millis))
+        .unwrap_or(UNIX_EPOCH + Duration::from_secs(i32::MAX as u64))
 }
 
 /// A delegated grant as stored: the client it was made for, its tokens, when the access
@@ -114,10 +122,10 @@ pub struct StoredGrant {
     pub access_token: Option<Secret>,
     /// The refresh token.
     pub refresh_token: Option<Secret>,
-    /// When the access token was issued (seconds since the Unix epoch).
-    pub obtained_at: Option<u64>,
-    /// When the access token expires (seconds since the Unix epoch); `None`: not stated.
-    pub expires_at: Option<u64>,
+    /// When the access token was issued.
+    pub obtained_at: Option<SystemTime>,
+    /// When the access token expires; `None`: not stated.
+    pub expires_at: Option<SystemTime>,
     /// The scopes granted.
     pub scopes: Vec<String>,
 }
@@ -138,22 +146,33 @@ impl StoredGrant {
 
     /// Sets when the access token was issued and how long it lives (cut to
     /// [`MAX_TOKEN_LIFETIME`]), as absolute times.
-    pub fn set_lifetime(&mut self, obtained_at: u64, lifetime: Option<Duration>) {
+    pub fn set_lifetime(&mut self, obtained_at: SystemTime, lifetime: Option<Duration>) {
         self.obtained_at = Some(obtained_at);
-        self.expires_at = lifetime
-            .map(|lifetime| obtained_at.saturating_add(lifetime.min(MAX_TOKEN_LIFETIME).as_secs()));
+        self.expires_at = lifetime.map(|lifetime| {
+            let lifetime = lifetime.min(MAX_TOKEN_LIFETIME);
+            obtained_at.checked_add(lifetime).unwrap_or(obtained_at)
+        });
     }
 
-    /// When the access token expires, if known.
-    pub fn expiry(&self) -> Option<SystemTime> {
-        UNIX_EPOCH.checked_add(Duration::from_secs(self.expires_at?))
+    /// How long the access token has left at `now`: `None` when no expiry is known, zero
+    /// once expired. Never more than [`MAX_TOKEN_LIFETIME`].
+    pub fn lifetime_left(&self, now: SystemTime) -> Option<Duration> {
+        let left = self
+            .expires_at?
+            .duration_since(now)
+            .unwrap_or(Duration::ZERO);
+        Some(left.min(MAX_TOKEN_LIFETIME))
     }
 
-    /// How long the access token has left, from `now` (seconds since the epoch): `None`
-    /// when no expiry is known, zero once expired. Never more than [`MAX_TOKEN_LIFETIME`].
-    pub fn lifetime_left(&self, now: u64) -> Option<Duration> {
-        let left = self.expires_at?.saturating_sub(now);
-        Some(Duration::from_secs(left).min(MAX_TOKEN_LIFETIME))
+    /// How long the access token was issued for, if known (never more than
+    /// [`MAX_TOKEN_LIFETIME`]).
+    pub fn lifetime(&self) -> Option<Duration> {
+        let (at, obtained) = (self.expires_at?, self.obtained_at?);
+        Some(
+            at.duration_since(obtained)
+                .unwrap_or(Duration::ZERO)
+                .min(MAX_TOKEN_LIFETIME),
+        )
     }
 
     /// Whether the access token can still be used now (not expired), or the grant can be
@@ -161,7 +180,7 @@ impl StoredGrant {
     pub fn is_usable(&self) -> bool {
         let unexpired = self.access_token.is_some()
             && self
-                .lifetime_left(unix_now())
+                .lifetime_left(SystemTime::now())
                 .is_none_or(|left| !left.is_zero());
         unexpired || self.refresh_token.is_some()
     }
@@ -452,9 +471,14 @@ pub(crate) mod contract {
         grant.access_token = Some(Secret::new(access));
         grant.refresh_token = Some(Secret::new("rt-secret-0001"));
         grant.client_secret = Some(Secret::new("cs-secret-0001"));
-        grant.set_lifetime(1_700_000_000, Some(Duration::from_secs(3600)));
+        grant.set_lifetime(at(1_700_000_000), Some(Duration::from_secs(3600)));
         grant.scopes = vec!["files:read".into()];
         grant
+    }
+
+    /// The time of seconds since the epoch.
+    pub(crate) fn at(seconds: u64) -> SystemTime {
+        UNIX_EPOCH + Duration::from_secs(seconds)
     }
 
     fn saved(swap: Swap<GrantVersion>) -> GrantVersion {
@@ -600,16 +624,13 @@ pub(crate) mod contract {
     #[test]
     fn lifetimes_are_absolute_and_bounded() {
         let mut grant = grant("t");
-        assert_eq!(grant.expires_at, Some(1_700_003_600));
+        assert_eq!(grant.expires_at, Some(at(1_700_003_600)));
+        assert_eq!(grant.lifetime(), Some(Duration::from_secs(3600)));
         assert_eq!(
-            grant.expiry(),
-            UNIX_EPOCH.checked_add(Duration::from_secs(1_700_003_600))
-        );
-        assert_eq!(
-            grant.lifetime_left(1_700_003_000),
+            grant.lifetime_left(at(1_700_003_000)),
             Some(Duration::from_secs(600))
         );
-        assert_eq!(grant.lifetime_left(1_800_000_000), Some(Duration::ZERO));
+        assert_eq!(grant.lifetime_left(at(1_800_000_000)), Some(Duration::ZERO));
         // Expired, but refreshable.
         assert!(grant.is_usable());
         grant.refresh_token = None;
@@ -617,10 +638,15 @@ pub(crate) mod contract {
         grant.expires_at = None;
         assert!(grant.is_usable(), "no expiry known: usable until refused");
         // A server's lifetime of u64::MAX seconds is cut, and meets no clock unbounded.
-        grant.set_lifetime(u64::MAX - 5, Some(Duration::from_secs(u64::MAX)));
-        assert_eq!(grant.expires_at, Some(u64::MAX));
-        assert_eq!(grant.lifetime_left(0), Some(MAX_TOKEN_LIFETIME));
-        assert!(grant.expiry().is_none() || grant.expiry().is_some());
+        grant.set_lifetime(at(1_700_000_000), Some(Duration::from_secs(u64::MAX)));
+        assert_eq!(grant.lifetime(), Some(MAX_TOKEN_LIFETIME));
+        assert_eq!(grant.lifetime_left(at(0)), Some(MAX_TOKEN_LIFETIME));
+        // Times far out of range become the bounds, never a panic.
+        assert_eq!(
+            to_millis(from_millis(u64::MAX)),
+            to_millis(from_millis(u64::MAX))
+        );
+        assert_eq!(to_millis(UNIX_EPOCH - Duration::from_secs(5)), 0);
         grant.revoke();
         assert!(grant.is_revoked() && !grant.is_usable());
         assert_eq!(

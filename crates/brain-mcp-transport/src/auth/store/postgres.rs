@@ -11,7 +11,10 @@
 //! minutes, and which a transaction-pooling proxy does not keep at all), and a lease on
 //! a grant nobody stored yet needs no row of the grant.
 
-use std::{fmt, time::Duration};
+use std::{
+    fmt,
+    time::{Duration, SystemTime},
+};
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use ring::rand::{SecureRandom, SystemRandom};
@@ -20,7 +23,8 @@ use tokio_postgres::types::ToSql;
 
 use super::{
     CredentialStore, DEFAULT_LEASE_TTL, Expected, GrantKey, GrantVersion, KeyRing, Lease,
-    LeaseHolder, StoreError, StoreErrorKind, StoredGrant, Swap, VersionedGrant,
+    LeaseHolder, StoreError, StoreErrorKind, StoredGrant, Swap, VersionedGrant, from_millis,
+    to_millis,
 };
 use crate::secret::Secret;
 
@@ -119,8 +123,8 @@ CREATE TABLE brain_mcp_grants (
     version     bigint      NOT NULL,
     client_id   text        NOT NULL,
     scopes      text[]      NOT NULL,
-    obtained_at bigint,
-    expires_at  bigint,
+    obtained_at_ms bigint,
+    expires_at_ms  bigint,
     key_id      text        NOT NULL,
     sealed      bytea       NOT NULL,
     updated_at  timestamptz NOT NULL DEFAULT now(),
@@ -160,13 +164,13 @@ fn context(key: &GrantKey, client_id: &str) -> Vec<u8> {
     context
 }
 
-/// Seconds since the epoch as the database's `bigint`.
-fn to_sql_time(value: Option<u64>) -> Option<i64> {
-    value.map(|value| i64::try_from(value).unwrap_or(i64::MAX))
+/// A time as the database's `bigint` of milliseconds since the epoch.
+fn to_sql_time(value: Option<SystemTime>) -> Option<i64> {
+    value.map(|value| i64::try_from(to_millis(value)).unwrap_or(i64::MAX))
 }
 
-fn from_sql_time(value: Option<i64>) -> Option<u64> {
-    value.map(|value| u64::try_from(value).unwrap_or(0))
+fn from_sql_time(value: Option<i64>) -> Option<SystemTime> {
+    value.map(|value| from_millis(u64::try_from(value).unwrap_or(0)))
 }
 
 /// The error of a database operation: connection problems are `Unavailable`.
@@ -369,8 +373,8 @@ impl PostgresCredentialStore {
         grant.client_secret = secrets.client_secret.map(Secret::new);
         grant.access_token = secrets.access_token.map(Secret::new);
         grant.refresh_token = secrets.refresh_token.map(Secret::new);
-        grant.obtained_at = from_sql_time(row.get("obtained_at"));
-        grant.expires_at = from_sql_time(row.get("expires_at"));
+        grant.obtained_at = from_sql_time(row.get("obtained_at_ms"));
+        grant.expires_at = from_sql_time(row.get("expires_at_ms"));
         grant.scopes = row.get("scopes");
         Ok(VersionedGrant::new(
             grant,
@@ -416,7 +420,7 @@ impl CredentialStore for PostgresCredentialStore {
         let rows = self
             .query(
                 "read a grant",
-                "SELECT version, client_id, scopes, obtained_at, expires_at, key_id, sealed
+                "SELECT version, client_id, scopes, obtained_at_ms, expires_at_ms, key_id, sealed
                    FROM brain_mcp_grants
                   WHERE tenant = $1 AND resource = $2 AND issuer = $3",
                 &[&key.tenant, &key.resource, &key.issuer],
@@ -448,10 +452,10 @@ impl CredentialStore for PostgresCredentialStore {
             &sealed,
         ];
         const INSERT: &str = "INSERT INTO brain_mcp_grants
-             (tenant, resource, issuer, client_id, scopes, obtained_at, expires_at, key_id,
+             (tenant, resource, issuer, client_id, scopes, obtained_at_ms, expires_at_ms, key_id,
               sealed, version)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, nextval('brain_mcp_grant_versions'))";
-        const SET: &str = "client_id = $4, scopes = $5, obtained_at = $6, expires_at = $7,
+        const SET: &str = "client_id = $4, scopes = $5, obtained_at_ms = $6, expires_at_ms = $7,
              key_id = $8, sealed = $9, version = nextval('brain_mcp_grant_versions'),
              updated_at = now()";
         let rows = match expected {
