@@ -388,6 +388,53 @@ async fn seq(args: &[String]) -> anyhow::Result<Value> {
             let host = host_with(url, 1 << 20, options(era, true)?, &extra)?;
             ours(host, &format!("ours, {era_name}, {credential}"), pace).await?
         }
+        // A tenant's delegated grant, kept in a file store or in PostgreSQL: the store is
+        // read once, then every call carries the token cached in memory (the testkit
+        // `--protected` accepts the static token as the grant's access token).
+        "modern-oauth-file" | "modern-oauth-postgres" => {
+            let url = url()?;
+            let issuer = url.strip_suffix("/mcp").unwrap_or(url);
+            let token = std::env::var("TESTKIT_STATIC_TOKEN")
+                .context("TESTKIT_STATIC_TOKEN holds the token the server accepts")?;
+            let folder = tempfile::tempdir()?;
+            let database;
+            let store: Arc<dyn brain_tools::CredentialStore> = if client.ends_with("file") {
+                Arc::new(brain_tools::FileCredentialStore::new(folder.path()))
+            } else {
+                database = brain_mcp_testkit::Postgres::start_new().map_err(anyhow::Error::msg)?;
+                let keys = brain_tools::KeyRing::parse(
+                    "bench:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
+                )?;
+                Arc::new(
+                    brain_tools::PostgresCredentialStore::connect(
+                        brain_tools::PostgresStoreOptions::new(database.url(), keys),
+                    )
+                    .await?,
+                )
+            };
+            let mut grant = brain_tools::StoredGrant::new("bench-client");
+            grant.access_token = Some(brain_tools::Secret::new(token));
+            grant.set_lifetime(
+                std::time::SystemTime::now(),
+                Some(Duration::from_secs(86_400)),
+            );
+            let key = brain_tools::GrantKey::new("bench", url, issuer);
+            let _ = store.save(&key, &grant, brain_tools::Expected::Any).await?;
+            let extra = json!({"auth": {"type": "oauth", "issuer": issuer}});
+            let options = options(EraPreference::Modern, true)?.credential_store(store);
+            let host = host_with(url, 1 << 20, options, &extra)?;
+            let kind = if client.ends_with("file") {
+                "file store"
+            } else {
+                "PostgreSQL store"
+            };
+            ours(
+                host,
+                &format!("ours, 2026-07-28 stateless, delegated grant in a {kind}, token cached"),
+                pace,
+            )
+            .await?
+        }
         "transport-modern" => transport_only(url()?, pace).await?,
         "floor" | "floor-modern" => {
             let modern = client == "floor-modern";

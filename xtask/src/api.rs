@@ -161,7 +161,15 @@ fn listing(package: &str, ours: &mut HashMap<String, String>) -> anyhow::Result<
     util::run(
         util::cargo()
             .env("RUSTC_BOOTSTRAP", "1")
-            .args(["rustdoc", "--quiet", "-p", package, "--lib", "--"])
+            .args([
+                "rustdoc",
+                "--quiet",
+                "-p",
+                package,
+                "--lib",
+                "--all-features",
+                "--",
+            ])
             .args(["-Z", "unstable-options", "--output-format", "json"]),
     )?;
     let file: PathBuf = util::target_dir()

@@ -444,7 +444,7 @@ const BENCH_SECRETS: [(&str, &str); 2] = [
 ];
 
 /// The authorization rows: (id, `brain-bench seq --client`).
-const AUTH_ROWS: [(&str, &str); 4] = [
+const AUTH_ROWS: [(&str, &str); 6] = [
     ("ours-modern-static-token", "modern-static-token"),
     (
         "ours-modern-client-credentials",
@@ -455,6 +455,8 @@ const AUTH_ROWS: [(&str, &str); 4] = [
         "ours-legacy-client-credentials",
         "legacy-client-credentials",
     ),
+    ("ours-modern-oauth-file-store", "modern-oauth-file"),
+    ("ours-modern-oauth-postgres-store", "modern-oauth-postgres"),
 ];
 
 /// The `TCP_QUICKACK` prototype's rows (`brain-bench seq --client ID`).
@@ -847,11 +849,13 @@ fn markdown(report: &Value) -> String {
     );
     let _ = writeln!(
         md,
-        "- OAuth client credentials (token cached) p50 ÷ static token p50, protected server: 2026-07-28 {:.2}x, legacy {:.2}x",
+        "- OAuth client credentials (token cached) p50 ÷ static token p50, protected server: 2026-07-28 {:.2}x, legacy {:.2}x\n- A delegated grant (token cached) in a PostgreSQL store ÷ in a file store, p50: {:.2}x",
         p50(&authorization, "ours-modern-client-credentials")
             / p50(&authorization, "ours-modern-static-token"),
         p50(&authorization, "ours-legacy-client-credentials")
             / p50(&authorization, "ours-legacy-static-token"),
+        p50(&authorization, "ours-modern-oauth-postgres-store")
+            / p50(&authorization, "ours-modern-oauth-file-store"),
     );
 
     let no_nodelay = rows(report, "sequential", Some(("server", "no-nodelay")));

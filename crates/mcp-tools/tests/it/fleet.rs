@@ -163,3 +163,60 @@ async fn killing_the_process_that_holds_the_lease_mid_refresh_loses_nothing() {
     assert_eq!(state.reuses.load(Ordering::SeqCst), 0);
     assert!(acme(&servers, &store).await.is_usable());
 }
+
+#[tokio::test]
+async fn a_grant_file_that_cannot_be_read_is_named_and_logout_repairs_it() {
+    let servers = rotating().await;
+    let dir = tempfile::tempdir().unwrap();
+    let grants = tempfile::tempdir().unwrap();
+    let store = FileCredentialStore::new(grants.path());
+    expired_grant(&servers, &store).await;
+    let key = GrantKey::new("acme", servers.url(), servers.issuer());
+    let file = store.file(&key);
+    std::fs::write(&file, b"{\"version\": 2, \"tenant\": ").unwrap();
+    let path = config(&dir, binding(&servers));
+    let location = grants.path().to_string_lossy().into_owned();
+    let named = file.display().to_string();
+
+    let result = result_of(spawn(&call_args(&path, &location), &[])).await;
+    assert_eq!(result["error"]["kind"], "credential_store", "{result}");
+    assert_eq!(result["error"]["delivery"], "not_sent");
+    let message = result["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains(&named) && message.contains("logging out removes it"),
+        "{message}"
+    );
+    assert_eq!(servers.auth.state.token_requests("refresh_token").len(), 0);
+
+    let check = crate::support::mcp_tools(
+        &["check", "--config", &path, "--live", "--store", &location],
+        &[],
+    )
+    .await;
+    assert!(
+        check.stdout.contains("cannot read tenant acme's grant") && check.stdout.contains(&named),
+        "{}\n{}",
+        check.stdout,
+        check.stderr
+    );
+    let logout = crate::support::mcp_tools(
+        &[
+            "logout", "--config", &path, "--tool", "echo", "--tenant", "acme", "--store", &location,
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(logout.code, 0, "{}\n{}", logout.stdout, logout.stderr);
+    assert!(
+        logout.stdout.contains("removed 1 grant"),
+        "{}",
+        logout.stdout
+    );
+    assert!(!file.exists());
+    // Now the tenant simply has no grant: the usual message, naming the login.
+    let result = result_of(spawn(&call_args(&path, &location), &[])).await;
+    assert_eq!(
+        result["error"]["kind"], "authorization_required",
+        "{result}"
+    );
+}
