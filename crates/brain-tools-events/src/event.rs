@@ -223,6 +223,15 @@ pub struct ToolError {
     pub message: String,
 }
 
+/// `kind (delivery): message`.
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({}): {}", self.kind, self.delivery, self.message)
+    }
+}
+
+impl std::error::Error for ToolError {}
+
 impl ToolError {
     /// An error.
     pub fn new(kind: ErrorKind, delivery: Delivery, message: impl Into<String>) -> Self {
@@ -320,6 +329,13 @@ pub enum Delivery {
     Delivered,
 }
 
+/// The snake_case name (`not_sent`, `unknown`, `delivered`).
+impl fmt::Display for Delivery {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 impl Delivery {
     /// The snake_case name.
     pub fn as_str(&self) -> &'static str {
@@ -344,5 +360,19 @@ fn optional_number<S: Serializer>(value: &Option<f64>, serializer: S) -> Result<
     match value {
         Some(value) => number(value, serializer),
         None => serializer.serialize_none(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_and_deliveries_print_as_a_person_reads_them() {
+        let error = ToolError::new(ErrorKind::Timeout, Delivery::Unknown, "search timed out");
+        assert_eq!(error.to_string(), "timeout (unknown): search timed out");
+        let boxed: Box<dyn std::error::Error + Send + Sync> = Box::new(error);
+        assert!(boxed.source().is_none());
+        assert_eq!(Delivery::NotSent.to_string(), "not_sent");
     }
 }

@@ -65,7 +65,7 @@ impl fmt::Debug for Entry {
 /// A binding whose schema does not compile (only possible for a config built by hand:
 /// loading already refuses such schemas).
 #[derive(Debug, thiserror::Error)]
-#[error("tool {tool}: {which} {source}")]
+#[error("tool {tool}: its {which} does not compile")]
 #[non_exhaustive]
 pub struct PolicyError {
     /// The binding's name.
@@ -305,5 +305,30 @@ impl fmt::Display for Violation {
             &self.instance_path
         };
         write!(f, "{at}: {}", self.message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_policy_error_keeps_its_source_and_says_each_thing_once() {
+        let source = compile_schema(&serde_json::json!({"type": "object", "pattern": "("}))
+            .expect_err("an invalid pattern");
+        let cause = source.to_string();
+        let error = PolicyError {
+            tool: "search".into(),
+            which: "input_schema",
+            source,
+        };
+        let top = error.to_string();
+        assert_eq!(top, "tool search: its input_schema does not compile");
+        let next = std::error::Error::source(&error).expect("the schema error");
+        assert_eq!(next.to_string(), cause);
+        assert!(
+            !top.contains(&cause),
+            "the cause is printed once, by its own level"
+        );
     }
 }

@@ -225,10 +225,21 @@ pub struct ClientStats {
     pub resends: usize,
 }
 
-/// A client that could not be built.
+/// A client that could not be built: what failed (TLS, the HTTP client), with the
+/// library's error as its source.
 #[derive(Debug, thiserror::Error)]
-#[error("the MCP client could not be built: {0}")]
-pub struct ClientBuildError(String);
+#[error("the MCP client could not be built: {what}")]
+pub struct ClientBuildError {
+    what: &'static str,
+    #[source]
+    source: Box<dyn std::error::Error + Send + Sync>,
+}
+
+impl From<crate::wire::http::SetupError> for ClientBuildError {
+    fn from((what, source): crate::wire::http::SetupError) -> Self {
+        Self { what, source }
+    }
+}
 
 /// The process-wide MCP client. Cheap to clone; clones share everything.
 #[derive(Debug, Clone)]
@@ -280,8 +291,8 @@ impl McpClient {
     /// configured for this client only.
     pub fn new(options: ClientOptions) -> Result<Self, ClientBuildError> {
         let http = Clients {
-            pooled: pooled_client(options.tcp_nodelay).map_err(ClientBuildError)?,
-            fresh: fresh_client(options.tcp_nodelay).map_err(ClientBuildError)?,
+            pooled: pooled_client(options.tcp_nodelay)?,
+            fresh: fresh_client(options.tcp_nodelay)?,
             resends: Arc::default(),
         };
         let handler = Handler::new(
@@ -765,5 +776,22 @@ fn retry_cold(error: &CallError, endpoint: &Endpoint) -> bool {
         (ErrorKind::HttpStatus, Endpoint::Http(_)) => error.status() == Some(404),
         (ErrorKind::Connect | ErrorKind::Protocol, Endpoint::Stdio(_)) => true,
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_build_error_keeps_its_source() {
+        let io = std::io::Error::other("no roots");
+        let error = ClientBuildError::from(("TLS could not be set up", io.into()));
+        assert_eq!(
+            error.to_string(),
+            "the MCP client could not be built: TLS could not be set up"
+        );
+        let source = std::error::Error::source(&error).expect("its source");
+        assert_eq!(source.to_string(), "no roots");
     }
 }

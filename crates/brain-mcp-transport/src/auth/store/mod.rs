@@ -352,8 +352,8 @@ impl StoreError {
 }
 
 /// How long a lease lasts by default: longer than a refresh may take (a refresh runs
-/// within [`LeaseTerms::refresh_within`] of it), short enough that a holder killed
-/// mid-refresh holds the others up briefly.
+/// within three quarters of it), short enough that a holder killed mid-refresh holds the
+/// others up briefly.
 pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(30);
 
 /// Where delegated grants are kept, per (tenant, resource, issuer), shared by every

@@ -50,12 +50,15 @@ pub(crate) fn transport_config(
 /// `TCP_NODELAY` as asked, and TLS with rustls on the `ring` provider, chosen here rather
 /// than through the process-wide default (a host's own choice of provider is left
 /// alone). A client that cannot be built this way is an error, never a weaker client.
-pub(crate) fn pooled_client(tcp_nodelay: bool) -> Result<reqwest::Client, String> {
+/// Why a client could not be built: what failed, and the library's error.
+pub(crate) type SetupError = (&'static str, Box<dyn std::error::Error + Send + Sync>);
+
+pub(crate) fn pooled_client(tcp_nodelay: bool) -> Result<reqwest::Client, SetupError> {
     client(tcp_nodelay, true)
 }
 
 /// The same client without a pool: every request on a connection of its own.
-pub(crate) fn fresh_client(tcp_nodelay: bool) -> Result<reqwest::Client, String> {
+pub(crate) fn fresh_client(tcp_nodelay: bool) -> Result<reqwest::Client, SetupError> {
     client(tcp_nodelay, false)
 }
 
@@ -70,8 +73,8 @@ pub(crate) fn tls_config() -> Result<rustls::ClientConfig, rustls::Error> {
         .with_no_client_auth())
 }
 
-fn client(tcp_nodelay: bool, pooled: bool) -> Result<reqwest::Client, String> {
-    let tls = tls_config().map_err(|error| format!("TLS could not be set up: {error}"))?;
+fn client(tcp_nodelay: bool, pooled: bool) -> Result<reqwest::Client, SetupError> {
+    let tls = tls_config().map_err(|error| ("TLS could not be set up", error.into()))?;
     reqwest::Client::builder()
         .tls_backend_preconfigured(tls)
         .redirect(reqwest::redirect::Policy::none())
@@ -79,5 +82,5 @@ fn client(tcp_nodelay: bool, pooled: bool) -> Result<reqwest::Client, String> {
         .pool_idle_timeout(Duration::from_secs(60))
         .pool_max_idle_per_host(if pooled { usize::MAX } else { 0 })
         .build()
-        .map_err(|error| format!("the HTTP client could not be built: {error}"))
+        .map_err(|error| ("the HTTP client could not be built", error.into()))
 }

@@ -53,7 +53,7 @@ use tokio_util::sync::CancellationToken;
 
 #[cfg(feature = "postgres")]
 pub(crate) use config::tls_config;
-pub(crate) use config::{BackendConfig, fresh_client, pooled_client, transport_config};
+pub(crate) use config::{BackendConfig, SetupError, fresh_client, pooled_client, transport_config};
 pub(crate) use session::SessionTracker;
 
 use crate::{

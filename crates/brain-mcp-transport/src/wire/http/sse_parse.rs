@@ -1,5 +1,5 @@
 //! Turning a response body into SSE events as the HTML Standard's event-stream
-//! interpretation says (https://html.spec.whatwg.org/multipage/server-sent-events.html#event-stream-interpretation):
+//! interpretation says (<https://html.spec.whatwg.org/multipage/server-sent-events.html#event-stream-interpretation>):
 //! the body is UTF-8 with invalid bytes replaced, a line without a colon is a field with an
 //! empty value, an unknown field and a `retry` that is not digits are ignored, a repeated
 //! `event` or `id` replaces the earlier one, an `id` holding NUL is ignored, and an event
