@@ -75,6 +75,8 @@ Examples:
     mcp-tools check --config host.json --models openai,anthropic,gemini
   The same, failing (exit 1) on any finding, e.g. in CI:
     mcp-tools check --config host.json --models openai --strict
+  The report as JSON for a script (every finding, and a verdict per binding and provider):
+    mcp-tools check --config host.json --models openai,anthropic,gemini --format json
 
 Exit status: 0 valid (model findings are warnings); 1 a problem, a difference with --live,
 or a model finding with --strict; 2 usage error.";
@@ -179,17 +181,6 @@ pub(crate) enum Model {
     Gemini,
 }
 
-impl Model {
-    /// The provider's id in the rules data.
-    pub(crate) fn id(self) -> &'static str {
-        match self {
-            Model::Openai => "openai",
-            Model::Anthropic => "anthropic",
-            Model::Gemini => "gemini",
-        }
-    }
-}
-
 /// How `call` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
 pub(crate) enum Format {
@@ -199,6 +190,17 @@ pub(crate) enum Format {
     /// A live progress bar on stderr (at a terminal), then the result as text.
     Human,
     /// Events as JSON lines (docs/events.md).
+    Json,
+}
+
+/// How `check` prints the `--models` report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub(crate) enum ReportFormat {
+    /// For a person: rules grouped per binding, then a verdict per binding and provider.
+    #[default]
+    Human,
+    /// The whole report as JSON on stdout: every finding (rule, provider, effect, binding,
+    /// path, message, source, SDK fix) and every verdict.
     Json,
 }
 
@@ -368,6 +370,9 @@ pub(crate) struct CheckArgs {
     /// With --models: any finding is an error (exit 1).
     #[arg(long, requires = "models")]
     pub(crate) strict: bool,
+    /// With --models: how to print the report (json: stdout holds only the report).
+    #[arg(long, value_enum, default_value_t = ReportFormat::Human, requires = "models", conflicts_with = "live")]
+    pub(crate) format: ReportFormat,
     /// With --live: where tenants' OAuth grants are kept (default: the user's credential
     /// directory).
     #[arg(long, value_name = "DIR")]

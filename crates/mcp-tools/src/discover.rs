@@ -13,8 +13,7 @@ use crate::{
     app::{CLOSE_GRACE, Exit, Outcome, out, outln},
     auth,
     cli::{DiscoverArgs, DiscoveryLimits, EraArg},
-    input, merge,
-    models::{self, Subject},
+    input, merge, models,
     progress::Spinner,
 };
 
@@ -252,17 +251,10 @@ fn output(
                 eprintln!("warning: {warning}");
             }
         }
-        let subjects: Vec<Subject<'_>> = plan
-            .loaded
-            .config
-            .tools
-            .iter()
-            .enumerate()
-            .map(|(index, binding)| {
-                Subject::of(index, binding).reported(changed.contains(&binding.name.as_str()))
-            })
-            .collect();
-        models(args, &subjects)?;
+        let tools = &plan.loaded.config.tools;
+        models(args, tools, |index| {
+            changed.contains(&tools[index].name.as_str())
+        })?;
         if plan.writes() {
             merge::write_atomically(path, &plan.bytes).map_err(|error| {
                 Exit::Failed(format!("cannot write {shown}: {error}; it is unchanged"))
@@ -273,12 +265,7 @@ fn output(
     }
 
     review(&bindings);
-    let subjects: Vec<Subject<'_>> = bindings
-        .iter()
-        .enumerate()
-        .map(|(index, binding)| Subject::of(index, binding))
-        .collect();
-    models(args, &subjects)?;
+    models(args, &bindings, |_| true)?;
     let json = serde_json::to_string_pretty(&bindings)
         .map_err(|error| Exit::Failed(format!("cannot print the bindings: {error}")))?;
     outln!("{json}");
@@ -287,11 +274,15 @@ fn output(
 
 /// `--models` on discovery: the report on stderr; with `--strict`, any finding stops
 /// the run before anything is printed or written.
-fn models(args: &DiscoverArgs, subjects: &[Subject<'_>]) -> Outcome {
+fn models(
+    args: &DiscoverArgs,
+    bindings: &[ToolBinding],
+    reported: impl Fn(usize) -> bool,
+) -> Outcome {
     if args.models.is_empty() {
         return Ok(());
     }
-    let report = models::check(subjects, &args.models).map_err(Exit::Failed)?;
+    let report = models::check(bindings, &args.models, reported);
     eprint!("{}", report.render());
     if args.strict && !report.is_empty() {
         return Err(Exit::Failed(format!(
