@@ -149,8 +149,9 @@ pub struct StdioCommand {
     pub args: Vec<String>,
     /// Variables set for the child, in document order, on top of the few it gets from
     /// the host (`HOME`, `LOGNAME`, `PATH`, `SHELL`, `TERM`, `USER`), or on top of the
-    /// host's whole environment with [`inherit_env`](Self::inherit_env).
-    pub env: Vec<(String, String)>,
+    /// host's whole environment with [`inherit_env`](Self::inherit_env): a value written
+    /// in the config, or a host variable passed through by name.
+    pub env: Vec<(String, EnvValue)>,
     /// The working directory, if not the host's.
     pub cwd: Option<String>,
     /// Whether the child gets the host's whole environment instead of only `HOME`,
@@ -172,6 +173,19 @@ impl StdioCommand {
             inherit_env: false,
         }
     }
+}
+
+/// The value of a variable a stdio server is started with (`command.env`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum EnvValue {
+    /// A value written in the config: `"LOG_LEVEL": "warn"`.
+    Value(String),
+    /// The value of the host's variable of this name, read each time the server is
+    /// started, so the config holds only the name (a secret stays in the host's
+    /// environment): `"API_KEY": {"from_env": "MY_API_KEY"}`. When the host's variable is
+    /// unset, the server starts without the variable.
+    FromHost(String),
 }
 
 /// An HTTP (or SSE) tool binding; the host supplies the executor.

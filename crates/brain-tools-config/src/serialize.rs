@@ -6,7 +6,7 @@ use serde::{Serialize, Serializer, ser::SerializeMap};
 
 use crate::{
     auth::{ClientCredentialsAuth, EnterpriseAuth, McpAuth, OAuthAuth, WorkloadIdentityAuth},
-    binding::{HostConfig, McpServer, StdioCommand, Target, ToolBinding},
+    binding::{EnvValue, HostConfig, McpServer, StdioCommand, Target, ToolBinding},
 };
 
 impl Serialize for ToolBinding {
@@ -67,7 +67,13 @@ impl Serialize for StdioCommand {
             let env: serde_json::Map<String, serde_json::Value> = self
                 .env
                 .iter()
-                .map(|(key, value)| (key.clone(), value.clone().into()))
+                .map(|(key, value)| {
+                    let value = match value {
+                        EnvValue::Value(value) => value.clone().into(),
+                        EnvValue::FromHost(name) => serde_json::json!({ "from_env": name }),
+                    };
+                    (key.clone(), value)
+                })
                 .collect();
             map.serialize_entry("env", &env)?;
         }

@@ -18,6 +18,9 @@ Examples:
     mcp-tools -url https://mcp.example.com/mcp -token-env MCP_API_KEY -tenant local -tools search,fetch
   Every tool of an installed stdio server:
     mcp-tools --command 'npx -y @modelcontextprotocol/server-everything stdio' --tenant local
+  A stdio server that needs a variable and a secret (the bindings name NOTION_TOKEN, never
+  its value) and runs in its own folder:
+    mcp-tools --command 'notion-mcp-server' --env LOG_LEVEL=warn --pass-env NOTION_TOKEN --cwd /srv/notion --tenant local
   Add the bindings to a host config in place, named docs_search and docs_fetch:
     mcp-tools -url https://mcp.example.com/mcp -tenant local -tools search,fetch --prefix docs_ --merge host.json
   Replace bindings that are already in the config:
@@ -232,6 +235,22 @@ pub(crate) struct DiscoverArgs {
     /// a POSIX shell splits words (quote a path or an argument with spaces in it).
     #[arg(long, value_name = "COMMAND", conflicts_with = "config")]
     pub(crate) command: Option<String>,
+
+    /// With --command: a variable for the server, KEY=VALUE (repeat it). Copied into the
+    /// bindings' command.env as written: for a secret, use --pass-env.
+    #[arg(long = "env", value_name = "KEY=VALUE", value_parser = env_assignment)]
+    pub(crate) env: Vec<(String, String)>,
+
+    /// With --command: pass the host's variable NAME to the server (repeat it). The
+    /// bindings get {"from_env": "NAME"}, read each time the server starts, never the value.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) pass_env: Vec<String>,
+
+    /// With --command: the folder to start the server in, recorded (absolute) as the
+    /// bindings' command.cwd. Without it, a command that names relative paths is recorded
+    /// with the current folder.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) cwd: Option<PathBuf>,
 
     /// The environment variable that holds the API key (sent as a bearer token).
     #[arg(long, value_name = "NAME", value_parser = env_name, conflicts_with_all = ["auth", "config"])]
@@ -496,6 +515,20 @@ fn env_name(value: &str) -> Result<String, String> {
     }
 }
 
+/// `--env KEY=VALUE`: a name an environment can hold (not empty, no `=` or NUL), then the
+/// value (which may hold `=`).
+fn env_assignment(value: &str) -> Result<(String, String), String> {
+    let Some((key, value)) = value.split_once('=') else {
+        return Err(
+            "write KEY=VALUE (to pass a host variable by name, use --pass-env NAME)".into(),
+        );
+    };
+    if key.is_empty() || key.contains('\0') || value.contains('\0') {
+        return Err("the variable's name is empty, or a NUL character is in it".into());
+    }
+    Ok((key.to_owned(), value.to_owned()))
+}
+
 /// One item of a comma-separated list: spaces around it are dropped; empty is an error.
 /// A tenant, session or call ID: not empty, not only spaces.
 fn non_empty(value: &str) -> Result<String, String> {
@@ -532,6 +565,9 @@ fn name_prefix(value: &str) -> Result<String, String> {
 const LONG_FLAGS: &[&str] = &[
     "url",
     "command",
+    "env",
+    "pass-env",
+    "cwd",
     "token-env",
     "tenant",
     "tools",
@@ -564,6 +600,9 @@ const LONG_FLAGS: &[&str] = &[
 const TAKES_VALUE: &[&str] = &[
     "url",
     "command",
+    "env",
+    "pass-env",
+    "cwd",
     "token-env",
     "tenant",
     "tools",

@@ -106,6 +106,13 @@ pub(crate) fn discovery_failure(error: &CallError, timeout: u64) -> String {
 /// server of a config's binding (`--config F --tool B`), and how to name it in a login
 /// command.
 fn server(args: &DiscoverArgs) -> Result<(McpServer, Option<String>), Exit> {
+    if args.command.is_none()
+        && (!args.env.is_empty() || !args.pass_env.is_empty() || args.cwd.is_some())
+    {
+        return Err(Exit::Usage(
+            "--env, --pass-env and --cwd are for a stdio server (--command)".into(),
+        ));
+    }
     match (&args.url, &args.command, &args.config, &args.tool) {
         (Some(url), None, None, _) => {
             let mut server = McpServer::http(url.clone(), args.token_env.clone());
@@ -129,7 +136,11 @@ fn server(args: &DiscoverArgs) -> Result<(McpServer, Option<String>), Exit> {
                     "--auth is for HTTP servers (-url); pass a stdio server's secrets in its environment".into(),
                 ));
             }
-            Ok((McpServer::Stdio(stdio_command(command)?), None))
+            let (command, notes) = crate::stdio::server(command, args)?;
+            for note in notes {
+                eprintln!("mcp-tools: note: {note}");
+            }
+            Ok((McpServer::Stdio(command), None))
         }
         (None, None, Some(config), Some(tool)) => {
             let loaded = crate::check::load(config)?;

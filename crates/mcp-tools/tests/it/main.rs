@@ -8,5 +8,6 @@ mod human;
 mod merge;
 mod models;
 mod oauth;
+mod stdio_env;
 mod support;
 mod usage;
