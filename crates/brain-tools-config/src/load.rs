@@ -10,8 +10,8 @@ use serde_json::Value;
 use crate::{
     binding::{
         DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_SECONDS, EnvValue, HostConfig, HttpTarget,
-        JsonObject, MAX_MAX_OUTPUT_BYTES, MAX_TIMEOUT_SECONDS, McpServer, McpTarget, StdioCommand,
-        Target, ToolBinding,
+        JsonObject, MAX_MAX_OUTPUT_BYTES, MAX_TIMEOUT_SECONDS, McpServer, McpTarget, ResultContent,
+        StdioCommand, Target, ToolBinding,
     },
     error::{ConfigError, ConfigErrors, Problem, Warning, WarningKind},
     parse::{Duplicate, parse},
@@ -51,8 +51,11 @@ const BINDING_FIELDS: &[&str] = &[
     "tenants",
     "timeout_seconds",
     "max_output_bytes",
+    "result_content",
     "inspect_session",
 ];
+/// The values of `result_content`.
+const RESULT_CONTENT: &[&str] = &["once", "both", "structured", "content"];
 const COMMAND_FIELDS: &[&str] = &["program", "args", "env", "cwd", "inherit_env"];
 
 static NAME: LazyLock<Regex> =
@@ -353,6 +356,7 @@ impl Loader<'_> {
             MAX_MAX_OUTPUT_BYTES,
             DEFAULT_MAX_OUTPUT_BYTES,
         );
+        let result_content = self.result_content(&fields);
         let target = self.target(&fields);
 
         if self.errors.len() > errors_before {
@@ -366,8 +370,46 @@ impl Loader<'_> {
             tenants: tenants?,
             timeout_seconds: timeout_seconds?,
             max_output_bytes: max_output_bytes?,
+            result_content: result_content?,
             target: target?,
         })
+    }
+
+    /// `result_content`: one of [`RESULT_CONTENT`], on an MCP binding; `once` when absent.
+    fn result_content(&mut self, fields: &Fields<'_>) -> Option<ResultContent> {
+        if !fields.object.contains_key("result_content") {
+            return Some(ResultContent::Once);
+        }
+        let path = fields.at("result_content");
+        let tool = fields.tool.as_deref();
+        if !fields.object.contains_key("mcp_tool") {
+            self.error(
+                &path,
+                tool,
+                Problem::NotApplicable {
+                    reason: "applies to MCP bindings only",
+                    fix: "remove it; for an HTTP tool, the host's executor says what the model reads",
+                },
+            );
+            return None;
+        }
+        let value = self.optional_string(fields, "result_content")?;
+        match value.as_str() {
+            "once" => Some(ResultContent::Once),
+            "both" => Some(ResultContent::Both),
+            "structured" => Some(ResultContent::Structured),
+            "content" => Some(ResultContent::Content),
+            _ => {
+                self.error(
+                    &path,
+                    tool,
+                    Problem::NotOneOf {
+                        allowed: RESULT_CONTENT,
+                    },
+                );
+                None
+            }
+        }
     }
 
     fn name(&mut self, fields: &mut Fields<'_>) -> Option<String> {
