@@ -7,7 +7,9 @@ use std::time::Duration;
 use anyhow::Context as _;
 use brain_mcp_transport::{DiscoveredTool, Discovery, DiscoveryRequest, Endpoint, McpClient};
 use brain_tools::{Authorization, CallScope, ToolHost};
-use brain_tools_config::{HostConfig, McpServer, McpTarget, StdioCommand, Target, ToolBinding};
+use brain_tools_config::{
+    EnvValue, HostConfig, McpServer, McpTarget, StdioCommand, Target, ToolBinding,
+};
 use brain_tools_events::{ResultEvent, ToolEvent};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
@@ -50,7 +52,10 @@ impl Server {
             }
             Server::Stdio { program, args, env } => {
                 let mut command = StdioCommand::new(program, args);
-                command.env = env.clone();
+                command.env = env
+                    .iter()
+                    .map(|(key, value)| (key.clone(), EnvValue::Value(value.clone())))
+                    .collect();
                 McpServer::Stdio(command)
             }
         }

@@ -31,6 +31,7 @@ pub(crate) const CRATES: &[&str] = &[
     "brain-tools-config",
     "brain-tools-policy",
     "brain-tools-events",
+    "brain-tools-providers",
     "brain-mcp-transport",
     "brain-tools",
 ];
@@ -53,6 +54,7 @@ const ALLOWED_CRATES: &[&str] = &[
     "brain_tools_config",
     "brain_tools_policy",
     "brain_tools_events",
+    "brain_tools_providers",
     "brain_mcp_transport",
     "brain_tools",
     "core",

@@ -114,6 +114,7 @@ const PUBLISHED: &[&str] = &[
     "brain-tools-config",
     "brain-tools-policy",
     "brain-tools-events",
+    "brain-tools-providers",
     "brain-mcp-transport",
     "brain-tools",
     "brain-mcp-tools",
@@ -386,6 +387,8 @@ fn dependency_direction() -> anyhow::Result<()> {
         ("brain-tools-policy", "tokio"),
         ("brain-tools-policy", "rmcp"),
         ("brain-tools-events", "rmcp"),
+        ("brain-tools-providers", "tokio"),
+        ("brain-tools-providers", "rmcp"),
     ];
     for (package, dependency) in forbidden {
         let all =
@@ -410,7 +413,20 @@ fn dependency_direction() -> anyhow::Result<()> {
     if dependencies("brain-tools", true)?.contains("rmcp") {
         problems.push("brain-tools depends on rmcp directly".to_owned());
     }
-    // The CLI uses only what a host could: brain-tools and the config crate.
+    // The provider rules read bindings: the config crate is the only one of ours they use.
+    let providers = dependencies("brain-tools-providers", false)?;
+    for ours in [
+        "brain-tools-policy",
+        "brain-tools-events",
+        "brain-mcp-transport",
+        "brain-tools",
+    ] {
+        if providers.contains(ours) {
+            problems.push(format!("brain-tools-providers depends on {ours}"));
+        }
+    }
+    // The CLI uses only what a host could: brain-tools, the config crate and the provider
+    // rules.
     let cli = dependencies("brain-mcp-tools", true)?;
     for ours in [
         "brain-mcp-transport",

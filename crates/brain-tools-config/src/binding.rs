@@ -41,8 +41,40 @@ pub struct ToolBinding {
     pub timeout_seconds: u64,
     /// Bound on the bytes of the call's response as received.
     pub max_output_bytes: u64,
+    /// What the model reads of a result with both structured content and content blocks
+    /// (MCP bindings; [`ResultContent::Once`] unless set).
+    pub result_content: ResultContent,
     /// Where the tool lives.
     pub target: Target,
+}
+
+/// What the model reads of an MCP result that has `structuredContent` and `content`
+/// blocks (`result_content`). docs/events.md says what each keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum ResultContent {
+    /// `"once"`, the default: each piece once (the structured content, and the content
+    /// blocks that say something it does not hold).
+    #[default]
+    Once,
+    /// `"both"`: the structured content and every content block, as the server sent them.
+    Both,
+    /// `"structured"`: the structured content and the content blocks that are not text.
+    Structured,
+    /// `"content"`: the content blocks only (the structured content when there are none).
+    Content,
+}
+
+impl ResultContent {
+    /// As written in a config: `once`, `both`, `structured`, `content`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResultContent::Once => "once",
+            ResultContent::Both => "both",
+            ResultContent::Structured => "structured",
+            ResultContent::Content => "content",
+        }
+    }
 }
 
 impl ToolBinding {
@@ -61,6 +93,7 @@ impl ToolBinding {
             tenants,
             timeout_seconds: DEFAULT_TIMEOUT_SECONDS,
             max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
+            result_content: ResultContent::Once,
             target,
         }
     }
@@ -149,8 +182,9 @@ pub struct StdioCommand {
     pub args: Vec<String>,
     /// Variables set for the child, in document order, on top of the few it gets from
     /// the host (`HOME`, `LOGNAME`, `PATH`, `SHELL`, `TERM`, `USER`), or on top of the
-    /// host's whole environment with [`inherit_env`](Self::inherit_env).
-    pub env: Vec<(String, String)>,
+    /// host's whole environment with [`inherit_env`](Self::inherit_env): a value written
+    /// in the config, or a host variable passed through by name.
+    pub env: Vec<(String, EnvValue)>,
     /// The working directory, if not the host's.
     pub cwd: Option<String>,
     /// Whether the child gets the host's whole environment instead of only `HOME`,
@@ -172,6 +206,19 @@ impl StdioCommand {
             inherit_env: false,
         }
     }
+}
+
+/// The value of a variable a stdio server is started with (`command.env`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum EnvValue {
+    /// A value written in the config: `"LOG_LEVEL": "warn"`.
+    Value(String),
+    /// The value of the host's variable of this name, read each time the server is
+    /// started, so the config holds only the name (a secret stays in the host's
+    /// environment): `"API_KEY": {"from_env": "MY_API_KEY"}`. When the host's variable is
+    /// unset, the server starts without the variable.
+    FromHost(String),
 }
 
 /// An HTTP (or SSE) tool binding; the host supplies the executor.

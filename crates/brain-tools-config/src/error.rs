@@ -618,6 +618,10 @@ impl fmt::Display for Warning {
                 f,
                 "names {variable}, which is not set now; calls fail until it is"
             ),
+            WarningKind::EnvFromHostUnset { variable } => write!(
+                f,
+                "names {variable}, which is not set now; the server starts without it until it is"
+            ),
             WarningKind::IssuerNotPinned => f.write_str(
                 "without issuer, this client's credentials go to whichever authorization server the MCP server names; set issuer to pin it",
             ),
@@ -642,6 +646,12 @@ pub enum WarningKind {
     /// A `*_env` field of `auth` names a variable that is not set at load.
     AuthEnvUnset {
         /// The variable's name.
+        variable: String,
+    },
+    /// A `command.env` reference (`{"from_env": ...}`) names a host variable that is not
+    /// set at load (it is read again each time the server starts).
+    EnvFromHostUnset {
+        /// The host variable's name.
         variable: String,
     },
     /// `auth` without `issuer`: the client trusts whichever authorization server the MCP

@@ -44,9 +44,9 @@ pub use auth::{
     TokenEndpointAuthMethod, WorkloadIdentityAuth,
 };
 pub use binding::{
-    DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_SECONDS, HostConfig, HttpTarget, JsonObject,
-    MAX_MAX_OUTPUT_BYTES, MAX_TIMEOUT_SECONDS, McpServer, McpTarget, StdioCommand, Target,
-    ToolBinding,
+    DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_SECONDS, EnvValue, HostConfig, HttpTarget,
+    JsonObject, MAX_MAX_OUTPUT_BYTES, MAX_TIMEOUT_SECONDS, McpServer, McpTarget, ResultContent,
+    StdioCommand, Target, ToolBinding,
 };
 pub use error::{ConfigError, ConfigErrors, Problem, Warning, WarningKind};
 pub use load::{Loaded, MAX_CONFIG_BYTES};

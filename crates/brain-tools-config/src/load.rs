@@ -9,9 +9,9 @@ use serde_json::Value;
 
 use crate::{
     binding::{
-        DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_SECONDS, HostConfig, HttpTarget, JsonObject,
-        MAX_MAX_OUTPUT_BYTES, MAX_TIMEOUT_SECONDS, McpServer, McpTarget, StdioCommand, Target,
-        ToolBinding,
+        DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_SECONDS, EnvValue, HostConfig, HttpTarget,
+        JsonObject, MAX_MAX_OUTPUT_BYTES, MAX_TIMEOUT_SECONDS, McpServer, McpTarget, ResultContent,
+        StdioCommand, Target, ToolBinding,
     },
     error::{ConfigError, ConfigErrors, Problem, Warning, WarningKind},
     parse::{Duplicate, parse},
@@ -51,8 +51,11 @@ const BINDING_FIELDS: &[&str] = &[
     "tenants",
     "timeout_seconds",
     "max_output_bytes",
+    "result_content",
     "inspect_session",
 ];
+/// The values of `result_content`.
+const RESULT_CONTENT: &[&str] = &["once", "both", "structured", "content"];
 const COMMAND_FIELDS: &[&str] = &["program", "args", "env", "cwd", "inherit_env"];
 
 static NAME: LazyLock<Regex> =
@@ -353,6 +356,7 @@ impl Loader<'_> {
             MAX_MAX_OUTPUT_BYTES,
             DEFAULT_MAX_OUTPUT_BYTES,
         );
+        let result_content = self.result_content(&fields);
         let target = self.target(&fields);
 
         if self.errors.len() > errors_before {
@@ -366,8 +370,46 @@ impl Loader<'_> {
             tenants: tenants?,
             timeout_seconds: timeout_seconds?,
             max_output_bytes: max_output_bytes?,
+            result_content: result_content?,
             target: target?,
         })
+    }
+
+    /// `result_content`: one of [`RESULT_CONTENT`], on an MCP binding; `once` when absent.
+    fn result_content(&mut self, fields: &Fields<'_>) -> Option<ResultContent> {
+        if !fields.object.contains_key("result_content") {
+            return Some(ResultContent::Once);
+        }
+        let path = fields.at("result_content");
+        let tool = fields.tool.as_deref();
+        if !fields.object.contains_key("mcp_tool") {
+            self.error(
+                &path,
+                tool,
+                Problem::NotApplicable {
+                    reason: "applies to MCP bindings only",
+                    fix: "remove it; for an HTTP tool, the host's executor says what the model reads",
+                },
+            );
+            return None;
+        }
+        let value = self.optional_string(fields, "result_content")?;
+        match value.as_str() {
+            "once" => Some(ResultContent::Once),
+            "both" => Some(ResultContent::Both),
+            "structured" => Some(ResultContent::Structured),
+            "content" => Some(ResultContent::Content),
+            _ => {
+                self.error(
+                    &path,
+                    tool,
+                    Problem::NotOneOf {
+                        allowed: RESULT_CONTENT,
+                    },
+                );
+                None
+            }
+        }
     }
 
     fn name(&mut self, fields: &mut Fields<'_>) -> Option<String> {
@@ -903,7 +945,7 @@ impl Loader<'_> {
         }
         let program = self.required_string(&command, "program", "the program to run");
         let args = self.string_list(&command, "args");
-        let env = self.string_map(&command, "env");
+        let env = self.env(&command);
         let cwd = self.optional_string(&command, "cwd");
         let inherit_env = self.optional_bool(&command, "inherit_env");
         self.operating_system_strings(&command, program.as_deref(), &args, &env, cwd.as_deref());
@@ -926,7 +968,7 @@ impl Loader<'_> {
         command: &Fields<'_>,
         program: Option<&str>,
         args: &[String],
-        env: &[(String, String)],
+        env: &[(String, EnvValue)],
         cwd: Option<&str>,
     ) {
         let tool = command.tool.as_deref();
@@ -945,7 +987,7 @@ impl Loader<'_> {
             let path = command.at("env").key(key);
             if key.is_empty() || key.contains(['=', '\0']) {
                 self.error(&path, tool, Problem::BadEnvKey);
-            } else {
+            } else if let EnvValue::Value(value) = value {
                 nul(self, path, value);
             }
         }
@@ -990,28 +1032,14 @@ impl Loader<'_> {
         }
     }
 
-    fn string_map(&mut self, fields: &Fields<'_>, field: &str) -> Vec<(String, String)> {
-        let path = fields.at(field);
+    /// `command.env`: each value a string, or `{"from_env": "NAME"}` to pass the host's
+    /// variable `NAME` through (warned about when it is unset now).
+    fn env(&mut self, fields: &Fields<'_>) -> Vec<(String, EnvValue)> {
+        let path = fields.at("env");
         let tool = fields.tool.as_deref();
-        match fields.object.get(field) {
-            None => Vec::new(),
-            Some(Value::Object(map)) => {
-                let mut pairs = Vec::with_capacity(map.len());
-                for (key, value) in map {
-                    match value {
-                        Value::String(value) => pairs.push((key.clone(), value.clone())),
-                        other => self.error(
-                            &path.key(key),
-                            tool,
-                            Problem::WrongType {
-                                expected: "a string",
-                                found: type_name(other),
-                            },
-                        ),
-                    }
-                }
-                pairs
-            }
+        let map = match fields.object.get("env") {
+            None => return Vec::new(),
+            Some(Value::Object(map)) => map,
             Some(other) => {
                 self.error(
                     &path,
@@ -1021,9 +1049,102 @@ impl Loader<'_> {
                         found: type_name(other),
                     },
                 );
-                Vec::new()
+                return Vec::new();
+            }
+        };
+        let mut pairs = Vec::with_capacity(map.len());
+        for (key, value) in map {
+            let path = path.key(key);
+            match value {
+                Value::String(value) => pairs.push((key.clone(), EnvValue::Value(value.clone()))),
+                Value::Object(reference) => {
+                    if let Some(name) = self.env_reference(&path, tool, reference) {
+                        pairs.push((key.clone(), EnvValue::FromHost(name)));
+                    }
+                }
+                other => self.error(
+                    &path,
+                    tool,
+                    Problem::WrongType {
+                        expected: r#"a string or {"from_env": "NAME"}"#,
+                        found: type_name(other),
+                    },
+                ),
             }
         }
+        pairs
+    }
+
+    /// `{"from_env": "NAME"}`: the host variable's name, or `None` when reported.
+    fn env_reference(
+        &mut self,
+        path: &Path,
+        tool: Option<&str>,
+        reference: &JsonObject,
+    ) -> Option<String> {
+        const FIELDS: &[&str] = &["from_env"];
+        let mut ok = true;
+        for key in reference
+            .keys()
+            .filter(|key| !FIELDS.contains(&key.as_str()))
+        {
+            self.error(
+                &path.key(key),
+                tool,
+                Problem::UnknownField {
+                    object: "an environment reference",
+                    suggestion: suggest(key, FIELDS),
+                    allowed: FIELDS,
+                },
+            );
+            ok = false;
+        }
+        let path = path.key("from_env");
+        let name = match reference.get("from_env") {
+            Some(Value::String(name)) => name,
+            Some(other) => {
+                self.error(
+                    &path,
+                    tool,
+                    Problem::WrongType {
+                        expected: "a string",
+                        found: type_name(other),
+                    },
+                );
+                return None;
+            }
+            None => {
+                self.error(
+                    &path,
+                    tool,
+                    Problem::Missing {
+                        what: r#"the host variable to pass, e.g. {"from_env": "API_KEY"}"#,
+                    },
+                );
+                return None;
+            }
+        };
+        if !ENV_NAME.is_match(name) {
+            self.error(
+                &path,
+                tool,
+                Problem::BadEnvName {
+                    holds: "value to pass",
+                    example: "API_KEY",
+                },
+            );
+            return None;
+        }
+        if !(self.is_set)(name) {
+            self.warnings.push(Warning::new(
+                &path,
+                tool,
+                WarningKind::EnvFromHostUnset {
+                    variable: name.clone(),
+                },
+            ));
+        }
+        ok.then(|| name.clone())
     }
 }
 

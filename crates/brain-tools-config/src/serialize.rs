@@ -6,7 +6,7 @@ use serde::{Serialize, Serializer, ser::SerializeMap};
 
 use crate::{
     auth::{ClientCredentialsAuth, EnterpriseAuth, McpAuth, OAuthAuth, WorkloadIdentityAuth},
-    binding::{HostConfig, McpServer, StdioCommand, Target, ToolBinding},
+    binding::{EnvValue, HostConfig, McpServer, ResultContent, StdioCommand, Target, ToolBinding},
 };
 
 impl Serialize for ToolBinding {
@@ -51,6 +51,9 @@ impl Serialize for ToolBinding {
         map.serialize_entry("tenants", &self.tenants)?;
         map.serialize_entry("timeout_seconds", &self.timeout_seconds)?;
         map.serialize_entry("max_output_bytes", &self.max_output_bytes)?;
+        if self.result_content != ResultContent::Once {
+            map.serialize_entry("result_content", self.result_content.as_str())?;
+        }
         if let Some(inspect_session) = inspect_session {
             map.serialize_entry("inspect_session", &inspect_session)?;
         }
@@ -67,7 +70,13 @@ impl Serialize for StdioCommand {
             let env: serde_json::Map<String, serde_json::Value> = self
                 .env
                 .iter()
-                .map(|(key, value)| (key.clone(), value.clone().into()))
+                .map(|(key, value)| {
+                    let value = match value {
+                        EnvValue::Value(value) => value.clone().into(),
+                        EnvValue::FromHost(name) => serde_json::json!({ "from_env": name }),
+                    };
+                    (key.clone(), value)
+                })
                 .collect();
             map.serialize_entry("env", &env)?;
         }

@@ -2,7 +2,7 @@
 //!
 //! | MCP | Brain |
 //! |---|---|
-//! | `structuredContent` | `json` block, first; a text block that is the same JSON serialized is dropped |
+//! | `structuredContent` | `json` block, first; what the model would read twice is read once (see [`ResultContent`]) |
 //! | `text` | `text` |
 //! | `image` (an `image/...` MIME type, data in base64) | `image` |
 //! | `resource` with `text` | `text` |
@@ -17,6 +17,30 @@ use crate::event::ContentBlock;
 /// Longest URI, name or type quoted in a "left out" note.
 const MAX_QUOTED: usize = 200;
 
+/// What the model reads of a result that has `structuredContent` and `content` blocks
+/// (since MCP 2025-06-18 a server that returns structured content should also return it
+/// as text, for clients that do not read structured content, so most say it twice).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum ResultContent {
+    /// Each piece once (the default): the `json` block, then every content block except
+    /// the text blocks whose information the structured content already holds (the same
+    /// JSON in any formatting, the JSON of one of its values, or one of its strings). When
+    /// the structured content only wraps one value (`{"result": "..."}`) that a text block
+    /// says, the text stays and the `json` block goes (the shorter of the two). Nothing
+    /// the structured content does not hold is dropped.
+    #[default]
+    Once,
+    /// The `json` block and every content block, as the server sent them.
+    Both,
+    /// The `json` block and the content blocks that are not text (images, notes): what
+    /// the MCP specification says a client that reads structured content needs.
+    Structured,
+    /// The content blocks only, as clients that do not read structured content see them;
+    /// the `json` block only when there is no content block at all.
+    Content,
+}
+
 /// A converted MCP result.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -30,9 +54,16 @@ pub struct McpResult {
 }
 
 impl McpResult {
-    /// Converts a `CallToolResult` (as JSON). Never fails: anything that is not what the
-    /// spec says becomes a note in the content.
+    /// Converts a `CallToolResult` (as JSON), each piece read once
+    /// ([`ResultContent::Once`]). Never fails: anything that is not what the spec says
+    /// becomes a note in the content.
     pub fn from_value(result: &Value) -> Self {
+        Self::convert(result, ResultContent::Once)
+    }
+
+    /// Converts a `CallToolResult` (as JSON), choosing what the model reads of a result
+    /// with both structured content and content blocks. Never fails.
+    pub fn convert(result: &Value, form: ResultContent) -> Self {
         let is_error = result
             .get("isError")
             .and_then(Value::as_bool)
@@ -41,22 +72,30 @@ impl McpResult {
             .get("structuredContent")
             .filter(|value| !value.is_null())
             .cloned();
+        let blocks: &[Value] = match result.get("content") {
+            Some(Value::Array(blocks)) => blocks,
+            _ => &[],
+        };
+        let not_a_list = !matches!(
+            result.get("content"),
+            None | Some(Value::Null | Value::Array(_))
+        );
+        let keep = keep(structured.as_ref(), blocks, form);
         let mut content = Vec::new();
-        if let Some(value) = &structured {
+        if keep.json
+            && let Some(value) = &structured
+        {
             content.push(ContentBlock::json(value.clone()));
         }
-        match result.get("content") {
-            Some(Value::Array(blocks)) => {
-                for block in blocks {
-                    if let Some(converted) = convert_block(block, structured.as_ref()) {
-                        content.push(converted);
-                    }
-                }
+        for (block, kept) in blocks.iter().zip(&keep.blocks) {
+            if *kept {
+                content.push(convert_block(block));
             }
-            None | Some(Value::Null) => {}
-            Some(_) => content.push(ContentBlock::text(
+        }
+        if not_a_list {
+            content.push(ContentBlock::text(
                 "[the server's content was not a list and was left out]",
-            )),
+            ));
         }
         Self {
             content,
@@ -137,46 +176,123 @@ fn is_base64(data: &str) -> bool {
         && (padding == 0 || (symbols + padding).is_multiple_of(4))
 }
 
-fn convert_block(block: &Value, structured: Option<&Value>) -> Option<ContentBlock> {
-    let malformed = |what: &str| {
-        Some(ContentBlock::text(format!(
-            "[a malformed {what} content block was left out]"
-        )))
+/// Which pieces of a result the model reads: the `json` block, and each content block.
+#[derive(Debug, PartialEq)]
+struct Keep {
+    json: bool,
+    blocks: Vec<bool>,
+}
+
+/// What `form` keeps of a result with `structured` content and these content `blocks`.
+fn keep(structured: Option<&Value>, blocks: &[Value], form: ResultContent) -> Keep {
+    let all = || vec![true; blocks.len()];
+    fn text(block: &Value) -> Option<&str> {
+        match block.get("type").and_then(Value::as_str) {
+            Some("text") => str_field(block, "text"),
+            _ => None,
+        }
+    }
+    let Some(structured) = structured else {
+        return Keep {
+            json: false,
+            blocks: all(),
+        };
     };
+    match form {
+        ResultContent::Both => Keep {
+            json: true,
+            blocks: all(),
+        },
+        ResultContent::Structured => Keep {
+            json: true,
+            blocks: blocks.iter().map(|block| text(block).is_none()).collect(),
+        },
+        ResultContent::Content => Keep {
+            json: blocks.is_empty(),
+            blocks: all(),
+        },
+        _ => {
+            // A wrapper of one value that a text block says: the text is the shorter.
+            if let Value::Object(map) = structured
+                && map.len() == 1
+                && let Some(value) = map.values().next()
+                && !value.is_object()
+                && !value.is_array()
+                && blocks.iter().filter_map(text).any(|text| says(text, value))
+            {
+                return Keep {
+                    json: false,
+                    blocks: all(),
+                };
+            }
+            Keep {
+                json: true,
+                blocks: blocks
+                    .iter()
+                    .map(|block| text(block).is_none_or(|text| !held(text, structured)))
+                    .collect(),
+            }
+        }
+    }
+}
+
+/// Whether a text block says exactly `value`: it is that string, or that JSON.
+fn says(text: &str, value: &Value) -> bool {
+    match value {
+        Value::String(string) => string == text,
+        value => serde_json::from_str::<Value>(text).is_ok_and(|parsed| parsed == *value),
+    }
+}
+
+/// Whether the structured content holds everything a text block says: the text is the
+/// JSON of it or of one of its values (in any formatting), or one of its strings.
+fn held(text: &str, structured: &Value) -> bool {
+    let parsed = serde_json::from_str::<Value>(text).ok();
+    let mut stack = vec![structured];
+    while let Some(value) = stack.pop() {
+        if value.as_str() == Some(text) || parsed.as_ref() == Some(value) {
+            return true;
+        }
+        match value {
+            Value::Object(map) => stack.extend(map.values()),
+            Value::Array(items) => stack.extend(items),
+            _ => {}
+        }
+    }
+    false
+}
+
+fn convert_block(block: &Value) -> ContentBlock {
+    let malformed =
+        |what: &str| ContentBlock::text(format!("[a malformed {what} content block was left out]"));
     let Some(kind) = str_field(block, "type") else {
         return malformed("untyped");
     };
     match kind {
         "text" => match str_field(block, "text") {
-            Some(text) => {
-                // The serialized copy of structuredContent is already there as json.
-                let duplicate = structured.is_some_and(|value| {
-                    serde_json::from_str::<Value>(text).is_ok_and(|parsed| parsed == *value)
-                });
-                (!duplicate).then(|| ContentBlock::text(text))
-            }
+            Some(text) => ContentBlock::text(text),
             None => malformed("text"),
         },
         "image" => match (str_field(block, "data"), str_field(block, "mimeType")) {
-            (Some(data), Some(mime_type)) => Some(image(mime_type, data, "an image")),
+            (Some(data), Some(mime_type)) => image(mime_type, data, "an image"),
             _ => malformed("image"),
         },
         "audio" => {
             let mime_type = str_field(block, "mimeType").unwrap_or("unknown type");
             let size = str_field(block, "data").map_or(0, decoded_size);
-            Some(ContentBlock::text(format!(
+            ContentBlock::text(format!(
                 "[audio ({}, about {size} bytes) was left out: this host passes only text, images and JSON to the model]",
                 quoted(mime_type)
-            )))
+            ))
         }
         "resource_link" => {
             let uri = str_field(block, "uri").unwrap_or("no uri");
             let name = str_field(block, "name").unwrap_or("unnamed");
-            Some(ContentBlock::text(format!(
+            ContentBlock::text(format!(
                 "[a link to resource {} ({}) was left out: this host does not fetch linked resources]",
                 quoted(name),
                 quoted(uri)
-            )))
+            ))
         }
         "resource" => {
             let Some(resource) = block.get("resource").filter(|r| r.is_object()) else {
@@ -185,25 +301,25 @@ fn convert_block(block: &Value, structured: Option<&Value>) -> Option<ContentBlo
             let uri = str_field(resource, "uri").unwrap_or("no uri");
             let mime_type = str_field(resource, "mimeType");
             if let Some(text) = str_field(resource, "text") {
-                return Some(ContentBlock::text(text));
+                return ContentBlock::text(text);
             }
             match (str_field(resource, "blob"), mime_type) {
                 (Some(blob), Some(mime)) if mime.starts_with("image/") => {
-                    Some(image(mime, blob, "an image resource"))
+                    image(mime, blob, "an image resource")
                 }
-                (Some(blob), mime) => Some(ContentBlock::text(format!(
+                (Some(blob), mime) => ContentBlock::text(format!(
                     "[binary resource {} ({}, about {} bytes) was left out: this host passes only text, images and JSON to the model]",
                     quoted(uri),
                     quoted(mime.unwrap_or("unknown type")),
                     decoded_size(blob)
-                ))),
+                )),
                 (None, _) => malformed("resource"),
             }
         }
-        other => Some(ContentBlock::text(format!(
+        other => ContentBlock::text(format!(
             "[content of type {} was left out: this host does not know it]",
             quoted(other)
-        ))),
+        )),
     }
 }
 
@@ -246,6 +362,107 @@ mod tests {
                 ContentBlock::text("a note")
             ]
         );
+    }
+
+    /// What each form keeps of results with structured content, as the kinds of the
+    /// blocks the model reads (`json`, `text:<the text>`, `image`).
+    #[test]
+    fn each_form_keeps_what_it_says() {
+        let image = json!({"type": "image", "data": "iVBORw==", "mimeType": "image/png"});
+        let text = |t: &str| json!({"type": "text", "text": t});
+        // (result, once, both, structured, content)
+        let cases: [(Value, &str, &str, &str, &str); 7] = [
+            // A file's text, wrapped (filesystem read_text_file): the text, once.
+            (
+                json!({"structuredContent": {"content": "a\nb"}, "content": [text("a\nb")]}),
+                "text:a\nb",
+                "json text:a\nb",
+                "json",
+                "text:a\nb",
+            ),
+            // A number wrapped as a string (calculator), and as a number (FastMCP float).
+            (
+                json!({"structuredContent": {"result": 14.0}, "content": [text("14.0")]}),
+                "text:14.0",
+                "json text:14.0",
+                "json",
+                "text:14.0",
+            ),
+            // Pretty JSON of one value (memory create_entities): the json block.
+            (
+                json!({"structuredContent": {"entities": [{"name": "Ada"}]},
+                       "content": [text("[\n  {\n    \"name\": \"Ada\"\n  }\n]")]}),
+                "json",
+                "json text:[\n  {\n    \"name\": \"Ada\"\n  }\n]",
+                "json",
+                "text:[\n  {\n    \"name\": \"Ada\"\n  }\n]",
+            ),
+            // One of its strings (memory delete_entities): the json block, which says more.
+            (
+                json!({"structuredContent": {"success": true, "message": "deleted"},
+                       "content": [text("deleted")]}),
+                "json",
+                "json text:deleted",
+                "json",
+                "text:deleted",
+            ),
+            // Text the structured content does not hold stays; so does an image.
+            (
+                json!({"structuredContent": {"hits": 3},
+                       "content": [text("3 hits; the index is stale"), image.clone()]}),
+                "json text:3 hits; the index is stale image",
+                "json text:3 hits; the index is stale image",
+                "json image",
+                "text:3 hits; the index is stale image",
+            ),
+            // Structured content alone.
+            (
+                json!({"structuredContent": {"hits": 3}, "content": []}),
+                "json",
+                "json",
+                "json",
+                "json",
+            ),
+            // No structured content: every block, whatever the form.
+            (
+                json!({"content": [text("{\"hits\": 3}")]}),
+                "text:{\"hits\": 3}",
+                "text:{\"hits\": 3}",
+                "text:{\"hits\": 3}",
+                "text:{\"hits\": 3}",
+            ),
+        ];
+        let kinds = |result: &Value, form| {
+            McpResult::convert(result, form)
+                .content
+                .iter()
+                .map(|block| match block {
+                    ContentBlock::Json { .. } => "json".to_owned(),
+                    ContentBlock::Text { text } => format!("text:{text}"),
+                    ContentBlock::Image { .. } => "image".to_owned(),
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        for (result, once, both, structured, content) in cases {
+            assert_eq!(kinds(&result, ResultContent::Once), once, "once: {result}");
+            assert_eq!(kinds(&result, ResultContent::Both), both, "both: {result}");
+            assert_eq!(
+                kinds(&result, ResultContent::Structured),
+                structured,
+                "structured: {result}"
+            );
+            assert_eq!(
+                kinds(&result, ResultContent::Content),
+                content,
+                "content: {result}"
+            );
+            // The structured content is kept for output validation whatever the model reads.
+            assert_eq!(
+                McpResult::convert(&result, ResultContent::Content).structured,
+                result.get("structuredContent").cloned()
+            );
+        }
     }
 
     #[test]

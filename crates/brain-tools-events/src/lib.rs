@@ -30,7 +30,7 @@
 mod convert;
 mod event;
 
-pub use convert::McpResult;
+pub use convert::{McpResult, ResultContent};
 pub use event::{
     CallHeader, ContentBlock, Delivery, ErrorKind, ProgressEvent, ResultEvent, ToolError, ToolEvent,
 };

@@ -8,7 +8,7 @@ use brain_mcp_transport::{
     WorkloadIdentityGrant,
 };
 use brain_tools_config::{
-    McpAuth, McpServer, McpTarget, SigningAlgorithm as ConfigAlgorithm, Target,
+    EnvValue, McpAuth, McpServer, McpTarget, SigningAlgorithm as ConfigAlgorithm, Target,
     TokenEndpointAuthMethod, ToolBinding,
 };
 
@@ -52,12 +52,35 @@ pub fn bind_discovered(tools: &[&DiscoveredTool], server: &McpServer, tenants: &
 
 /// Where an MCP binding's server is, as the transport reaches it, with the bearer
 /// (already read from the binding's `token_env`) for an HTTP server.
+///
+/// A stdio server's `{"from_env": NAME}` variables take the host's `NAME` as it is now;
+/// an unset one is left out.
 pub fn endpoint_of(server: &McpServer, bearer: Option<Secret>) -> Endpoint {
+    endpoint_with_env(server, bearer, |name| std::env::var(name).ok())
+}
+
+/// [`endpoint_of`], reading host variables through `host_env`.
+fn endpoint_with_env(
+    server: &McpServer,
+    bearer: Option<Secret>,
+    host_env: impl Fn(&str) -> Option<String>,
+) -> Endpoint {
     match server {
         McpServer::Stdio(command) => {
             let mut endpoint = StdioEndpoint::new(&command.program, &command.args);
             for (key, value) in &command.env {
-                endpoint = endpoint.env(key, value);
+                match value {
+                    EnvValue::Value(value) => endpoint = endpoint.env(key, value),
+                    // Read now, as the server is about to start; unset (or not UTF-8): the
+                    // server starts without it, as it would from a shell.
+                    EnvValue::FromHost(name) => {
+                        if let Some(value) = host_env(name) {
+                            endpoint = endpoint.env(key, value);
+                        }
+                    }
+                    // A kind of value this version does not know: not passed.
+                    _ => {}
+                }
             }
             if let Some(cwd) = &command.cwd {
                 endpoint = endpoint.cwd(cwd);
@@ -255,6 +278,39 @@ mod tests {
         let second = binding_name(&long, &mut taken);
         assert_eq!((first.len(), second.len()), (64, 64));
         assert!(second.ends_with("_2"));
+    }
+
+    #[test]
+    fn stdio_variables_passed_through_are_read_as_the_server_starts() {
+        use brain_tools_config::StdioCommand;
+        let mut command = StdioCommand::new("server", ["--stdio"]);
+        command.env = vec![
+            ("LOG_LEVEL".into(), EnvValue::Value("warn".into())),
+            ("API_KEY".into(), EnvValue::FromHost("HOST_API_KEY".into())),
+            ("OPTIONAL".into(), EnvValue::FromHost("UNSET".into())),
+        ];
+        let server = McpServer::Stdio(command);
+        let endpoint = |value: &str| {
+            let value = value.to_owned();
+            endpoint_with_env(&server, None, move |name| {
+                (name == "HOST_API_KEY").then(|| value.clone())
+            })
+        };
+        let Endpoint::Stdio(stdio) = endpoint("sk-live-first") else {
+            panic!("a stdio endpoint")
+        };
+        assert_eq!(
+            stdio.env,
+            [
+                ("LOG_LEVEL".to_owned(), "warn".to_owned()),
+                ("API_KEY".to_owned(), "sk-live-first".to_owned())
+            ]
+        );
+        // A rotated value is used by the next start; the endpoint's Debug never shows it.
+        let rotated = endpoint("sk-live-second");
+        assert_ne!(rotated, Endpoint::Stdio(stdio));
+        let debug = format!("{rotated:?}");
+        assert!(!debug.contains("sk-live"), "{debug}");
     }
 
     #[test]

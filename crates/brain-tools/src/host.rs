@@ -8,7 +8,7 @@ use brain_mcp_transport::{
 };
 use brain_tools_config::{HostConfig, JsonObject, McpServer, Target, ToolBinding};
 use brain_tools_events::{
-    CallHeader, Delivery, ErrorKind, McpResult, ResultEvent, ToolError, ToolEvent,
+    CallHeader, Delivery, ErrorKind, McpResult, ResultContent, ResultEvent, ToolError, ToolEvent,
 };
 use brain_tools_policy::{Allowed, Denied, Policy, PolicyError};
 use serde_json::{Value, json};
@@ -333,7 +333,7 @@ impl ToolHost {
                 let call = self.inner.client.call(request);
                 let outcome = stream(call, progress_rx, &header, sink).await;
                 outcome
-                    .map(|outcome| McpResult::from_value(&outcome.result))
+                    .map(|outcome| McpResult::convert(&outcome.result, result_content(&binding)))
                     .map_err(|error| {
                         let login = Login {
                             config: &self.inner.config_path,
@@ -649,6 +649,17 @@ fn failure(
     message: String,
 ) -> ResultEvent {
     ResultEvent::failure(header, ToolError::new(kind, delivery, message))
+}
+
+/// What the model reads of the binding's results: its `result_content`, in the events
+/// crate's terms.
+fn result_content(binding: &ToolBinding) -> ResultContent {
+    match binding.result_content {
+        brain_tools_config::ResultContent::Both => ResultContent::Both,
+        brain_tools_config::ResultContent::Structured => ResultContent::Structured,
+        brain_tools_config::ResultContent::Content => ResultContent::Content,
+        _ => ResultContent::Once,
+    }
 }
 
 #[cfg(test)]

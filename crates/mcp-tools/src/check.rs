@@ -10,11 +10,10 @@ use serde_json::Value;
 use crate::{
     app::{CLOSE_GRACE, Exit, Outcome, out, outln},
     auth,
-    cli::CheckArgs,
+    cli::{CheckArgs, ReportFormat},
     diff::diff,
     discover::{discovery_failure, endpoint, token},
-    input, login,
-    models::{self, Subject},
+    input, login, models,
     progress::Spinner,
 };
 
@@ -42,11 +41,17 @@ pub(crate) async fn run(args: CheckArgs) -> Outcome {
     let live = if args.live {
         live(&args, &loaded).await
     } else {
-        outln!(
+        let line = format!(
             "{}: {tools} tool binding{} OK",
             args.config.display(),
             if tools == 1 { "" } else { "s" }
         );
+        // With --format json, stdout holds the report alone.
+        if args.format == ReportFormat::Json {
+            eprintln!("{line}");
+        } else {
+            outln!("{line}");
+        }
         Ok(())
     };
     let models = check_models(&args, &loaded);
@@ -58,15 +63,11 @@ fn check_models(args: &CheckArgs, loaded: &Loaded) -> Outcome {
     if args.models.is_empty() {
         return Ok(());
     }
-    let subjects: Vec<Subject<'_>> = loaded
-        .config
-        .tools
-        .iter()
-        .enumerate()
-        .map(|(index, binding)| Subject::of(index, binding))
-        .collect();
-    let report = models::check(&subjects, &args.models).map_err(Exit::Failed)?;
-    out!("{}", report.render());
+    let report = models::check(&loaded.config.tools, &args.models, |_| true);
+    match args.format {
+        ReportFormat::Human => out!("{}", report.render()),
+        ReportFormat::Json => out!("{}", report.to_json()),
+    }
     if args.strict && !report.is_empty() {
         return Err(Exit::Failed(format!("{} (--strict)", report.count())));
     }

@@ -18,6 +18,9 @@ Examples:
     mcp-tools -url https://mcp.example.com/mcp -token-env MCP_API_KEY -tenant local -tools search,fetch
   Every tool of an installed stdio server:
     mcp-tools --command 'npx -y @modelcontextprotocol/server-everything stdio' --tenant local
+  A stdio server that needs a variable and a secret (the bindings name NOTION_TOKEN, never
+  its value) and runs in its own folder:
+    mcp-tools --command 'notion-mcp-server' --env LOG_LEVEL=warn --pass-env NOTION_TOKEN --cwd /srv/notion --tenant local
   Add the bindings to a host config in place, named docs_search and docs_fetch:
     mcp-tools -url https://mcp.example.com/mcp -tenant local -tools search,fetch --prefix docs_ --merge host.json
   Replace bindings that are already in the config:
@@ -75,6 +78,8 @@ Examples:
     mcp-tools check --config host.json --models openai,anthropic,gemini
   The same, failing (exit 1) on any finding, e.g. in CI:
     mcp-tools check --config host.json --models openai --strict
+  The report as JSON for a script (every finding, and a verdict per binding and provider):
+    mcp-tools check --config host.json --models openai,anthropic,gemini --format json
 
 Exit status: 0 valid (model findings are warnings); 1 a problem, a difference with --live,
 or a model finding with --strict; 2 usage error.";
@@ -179,17 +184,6 @@ pub(crate) enum Model {
     Gemini,
 }
 
-impl Model {
-    /// The provider's id in the rules data.
-    pub(crate) fn id(self) -> &'static str {
-        match self {
-            Model::Openai => "openai",
-            Model::Anthropic => "anthropic",
-            Model::Gemini => "gemini",
-        }
-    }
-}
-
 /// How `call` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
 pub(crate) enum Format {
@@ -199,6 +193,17 @@ pub(crate) enum Format {
     /// A live progress bar on stderr (at a terminal), then the result as text.
     Human,
     /// Events as JSON lines (docs/events.md).
+    Json,
+}
+
+/// How `check` prints the `--models` report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub(crate) enum ReportFormat {
+    /// For a person: rules grouped per binding, then a verdict per binding and provider.
+    #[default]
+    Human,
+    /// The whole report as JSON on stdout: every finding (rule, provider, effect, binding,
+    /// path, message, source, SDK fix) and every verdict.
     Json,
 }
 
@@ -230,6 +235,22 @@ pub(crate) struct DiscoverArgs {
     /// a POSIX shell splits words (quote a path or an argument with spaces in it).
     #[arg(long, value_name = "COMMAND", conflicts_with = "config")]
     pub(crate) command: Option<String>,
+
+    /// With --command: a variable for the server, KEY=VALUE (repeat it). Copied into the
+    /// bindings' command.env as written: for a secret, use --pass-env.
+    #[arg(long = "env", value_name = "KEY=VALUE", value_parser = env_assignment)]
+    pub(crate) env: Vec<(String, String)>,
+
+    /// With --command: pass the host's variable NAME to the server (repeat it). The
+    /// bindings get {"from_env": "NAME"}, read each time the server starts, never the value.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) pass_env: Vec<String>,
+
+    /// With --command: the folder to start the server in, recorded (absolute) as the
+    /// bindings' command.cwd. Without it, a command that names relative paths is recorded
+    /// with the current folder.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) cwd: Option<PathBuf>,
 
     /// The environment variable that holds the API key (sent as a bearer token).
     #[arg(long, value_name = "NAME", value_parser = env_name, conflicts_with_all = ["auth", "config"])]
@@ -366,6 +387,9 @@ pub(crate) struct CheckArgs {
     /// With --models: any finding is an error (exit 1).
     #[arg(long, requires = "models")]
     pub(crate) strict: bool,
+    /// With --models: how to print the report (json: stdout holds only the report).
+    #[arg(long, value_enum, default_value_t = ReportFormat::Human, requires = "models", conflicts_with = "live")]
+    pub(crate) format: ReportFormat,
     #[command(flatten)]
     pub(crate) store: StoreArgs,
 }
@@ -486,6 +510,20 @@ fn env_name(value: &str) -> Result<String, String> {
     }
 }
 
+/// `--env KEY=VALUE`: a name an environment can hold (not empty, no `=` or NUL), then the
+/// value (which may hold `=`).
+fn env_assignment(value: &str) -> Result<(String, String), String> {
+    let Some((key, value)) = value.split_once('=') else {
+        return Err(
+            "write KEY=VALUE (to pass a host variable by name, use --pass-env NAME)".into(),
+        );
+    };
+    if key.is_empty() || key.contains('\0') || value.contains('\0') {
+        return Err("the variable's name is empty, or a NUL character is in it".into());
+    }
+    Ok((key.to_owned(), value.to_owned()))
+}
+
 /// One item of a comma-separated list: spaces around it are dropped; empty is an error.
 /// A tenant, session or call ID: not empty, not only spaces.
 fn non_empty(value: &str) -> Result<String, String> {
@@ -522,6 +560,9 @@ fn name_prefix(value: &str) -> Result<String, String> {
 const LONG_FLAGS: &[&str] = &[
     "url",
     "command",
+    "env",
+    "pass-env",
+    "cwd",
     "token-env",
     "tenant",
     "tools",
@@ -555,6 +596,9 @@ const LONG_FLAGS: &[&str] = &[
 const TAKES_VALUE: &[&str] = &[
     "url",
     "command",
+    "env",
+    "pass-env",
+    "cwd",
     "token-env",
     "tenant",
     "tools",

@@ -13,8 +13,7 @@ use crate::{
     app::{CLOSE_GRACE, Exit, Outcome, out, outln},
     auth,
     cli::{DiscoverArgs, DiscoveryLimits, EraArg},
-    input, merge,
-    models::{self, Subject},
+    input, merge, models,
     progress::Spinner,
 };
 
@@ -107,6 +106,13 @@ pub(crate) fn discovery_failure(error: &CallError, timeout: u64) -> String {
 /// server of a config's binding (`--config F --tool B`), and how to name it in a login
 /// command.
 fn server(args: &DiscoverArgs) -> Result<(McpServer, Option<String>), Exit> {
+    if args.command.is_none()
+        && (!args.env.is_empty() || !args.pass_env.is_empty() || args.cwd.is_some())
+    {
+        return Err(Exit::Usage(
+            "--env, --pass-env and --cwd are for a stdio server (--command)".into(),
+        ));
+    }
     match (&args.url, &args.command, &args.config, &args.tool) {
         (Some(url), None, None, _) => {
             let mut server = McpServer::http(url.clone(), args.token_env.clone());
@@ -130,7 +136,11 @@ fn server(args: &DiscoverArgs) -> Result<(McpServer, Option<String>), Exit> {
                     "--auth is for HTTP servers (-url); pass a stdio server's secrets in its environment".into(),
                 ));
             }
-            Ok((McpServer::Stdio(stdio_command(command)?), None))
+            let (command, notes) = crate::stdio::server(command, args)?;
+            for note in notes {
+                eprintln!("mcp-tools: note: {note}");
+            }
+            Ok((McpServer::Stdio(command), None))
         }
         (None, None, Some(config), Some(tool)) => {
             let loaded = crate::check::load(config)?;
@@ -244,17 +254,10 @@ fn output(
                 eprintln!("warning: {warning}");
             }
         }
-        let subjects: Vec<Subject<'_>> = plan
-            .loaded
-            .config
-            .tools
-            .iter()
-            .enumerate()
-            .map(|(index, binding)| {
-                Subject::of(index, binding).reported(changed.contains(&binding.name.as_str()))
-            })
-            .collect();
-        models(args, &subjects)?;
+        let tools = &plan.loaded.config.tools;
+        models(args, tools, |index| {
+            changed.contains(&tools[index].name.as_str())
+        })?;
         if plan.writes() {
             merge::write_atomically(path, &plan.bytes).map_err(|error| {
                 Exit::Failed(format!("cannot write {shown}: {error}; it is unchanged"))
@@ -265,12 +268,7 @@ fn output(
     }
 
     review(&bindings);
-    let subjects: Vec<Subject<'_>> = bindings
-        .iter()
-        .enumerate()
-        .map(|(index, binding)| Subject::of(index, binding))
-        .collect();
-    models(args, &subjects)?;
+    models(args, &bindings, |_| true)?;
     let json = serde_json::to_string_pretty(&bindings)
         .map_err(|error| Exit::Failed(format!("cannot print the bindings: {error}")))?;
     outln!("{json}");
@@ -279,11 +277,15 @@ fn output(
 
 /// `--models` on discovery: the report on stderr; with `--strict`, any finding stops
 /// the run before anything is printed or written.
-fn models(args: &DiscoverArgs, subjects: &[Subject<'_>]) -> Outcome {
+fn models(
+    args: &DiscoverArgs,
+    bindings: &[ToolBinding],
+    reported: impl Fn(usize) -> bool,
+) -> Outcome {
     if args.models.is_empty() {
         return Ok(());
     }
-    let report = models::check(subjects, &args.models).map_err(Exit::Failed)?;
+    let report = models::check(bindings, &args.models, reported);
     eprint!("{}", report.render());
     if args.strict && !report.is_empty() {
         return Err(Exit::Failed(format!(

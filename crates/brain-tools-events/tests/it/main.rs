@@ -1,5 +1,7 @@
 //! Events as JSON lines: the shapes of DESIGN.md, and round trips.
 
+mod results;
+
 use brain_tools_events::{
     CallHeader, ContentBlock, Delivery, ErrorKind, McpResult, ToolError, ToolEvent,
 };

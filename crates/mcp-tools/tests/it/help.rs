@@ -44,7 +44,10 @@ async fn every_new_flag_has_an_example() {
                 "--store",
                 "--auth",
                 "login",
-                "completions"
+                "completions",
+                "--env LOG_LEVEL=warn",
+                "--pass-env",
+                "--cwd"
             ]
         ),
         "{examples}"

@@ -9,5 +9,7 @@ mod human;
 mod merge;
 mod models;
 mod oauth;
+mod result_content;
+mod stdio_env;
 mod support;
 mod usage;

@@ -40,6 +40,44 @@ async fn check_models_reports_the_testkit_tools() {
     );
 }
 
+/// `check --format json`: stdout holds the whole report (every finding and verdict), for
+/// scripts; the human report of the same config counts the same findings.
+#[tokio::test]
+async fn check_models_json_is_the_whole_report() {
+    let server = server(Era::Both).await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = config(&dir, discovered(&server.url(), "echo,progress").await);
+    let args = ["check", "--config", &path, "--models", "openai,anthropic"];
+    let run = mcp_tools(&[&args[..], &["--format", "json"]].concat(), &[]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.ends_with("2 tool bindings OK\n"),
+        "{}",
+        run.stderr
+    );
+    let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let findings = report["findings"].as_array().unwrap();
+    let human = mcp_tools(&args, &[]).await;
+    assert!(
+        human.stdout.contains(&format!(
+            "{} findings for the providers' rules",
+            findings.len()
+        )),
+        "{}",
+        human.stdout
+    );
+    assert_eq!(report["verdicts"].as_array().unwrap().len(), 4);
+    let first = &findings[0];
+    for field in [
+        "rule", "provider", "effect", "evidence", "place", "path", "message", "source",
+    ] {
+        assert!(first.get(field).is_some(), "{field} in {first}");
+    }
+
+    let usage = mcp_tools(&["check", "--config", &path, "--format", "json"], &[]).await;
+    assert_eq!(usage.code, 2, "--format needs --models: {}", usage.stderr);
+}
+
 /// On discovery the report goes to stderr; with --strict nothing is printed.
 #[tokio::test]
 async fn discovery_models_warns_and_strict_refuses() {

@@ -31,8 +31,23 @@ fn command(args: &[&str], env: &[(&str, &str)]) -> tokio::process::Command {
 }
 
 pub(crate) async fn mcp_tools(args: &[&str], env: &[(&str, &str)]) -> Run {
+    run(command(args, env)).await
+}
+
+/// [`mcp_tools`], run in the folder `dir`.
+pub(crate) async fn mcp_tools_in(
+    dir: &std::path::Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Run {
+    let mut command = command(args, env);
+    command.current_dir(dir);
+    run(command).await
+}
+
+async fn run(mut command: tokio::process::Command) -> Run {
     let started = Instant::now();
-    let output = command(args, env).output().await.expect("mcp-tools runs");
+    let output = command.output().await.expect("mcp-tools runs");
     Run {
         code: output.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
@@ -115,7 +130,9 @@ impl Drop for Everything {
     }
 }
 
-pub(crate) async fn server_everything() -> Everything {
+/// Node 22 and server-everything's entry point, installed by `cargo xtask test` (or
+/// `cargo xtask conformance`) into `target/peers/`.
+pub(crate) fn everything_paths() -> (std::path::PathBuf, std::path::PathBuf) {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let peers = std::env::var_os("CARGO_TARGET_DIR")
         .map(std::path::PathBuf::from)
@@ -128,6 +145,12 @@ pub(crate) async fn server_everything() -> Everything {
         "server-everything is not installed under {}: run `cargo xtask test` (or `cargo xtask conformance`), which installs the pinned peers",
         peers.display()
     );
+    (node, everything)
+}
+
+pub(crate) async fn server_everything() -> Everything {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let (node, everything) = everything_paths();
     let mut child = tokio::process::Command::new(node)
         .arg("--require")
         .arg(root.join("tests/peers/loopback-preload.cjs"))

@@ -36,6 +36,8 @@ pub(crate) struct Vars {
     pub(crate) value_type: Option<String>,
     pub(crate) count: Option<usize>,
     pub(crate) detail: Option<String>,
+    /// For an object: whether it declares any property (an SDK's fix may need one).
+    pub(crate) declares_properties: Option<bool>,
 }
 
 /// One place where a rule fires.
@@ -394,10 +396,18 @@ impl Compiled {
             }
             Check::ObjectClosed {} => {
                 for (node, path) in walk(schema) {
-                    if is_object_node(node)
-                        && node.get("additionalProperties") != Some(&Value::Bool(false))
-                    {
-                        hits.push(hit(At::Schema(path), Vars::default()));
+                    let found = node.get("additionalProperties");
+                    if is_object_node(node) && found != Some(&Value::Bool(false)) {
+                        // What is there now (none when absent): an SDK may close only an
+                        // object that says nothing.
+                        let declares = matches!(node.get("properties"), Some(Value::Object(p)) if !p.is_empty());
+                        let vars = Vars {
+                            value: found.map(show),
+                            value_type: found.map(|v| json_type(v).to_owned()),
+                            declares_properties: Some(declares),
+                            ..Vars::default()
+                        };
+                        hits.push(hit(At::Schema(path), vars));
                     }
                 }
             }
