@@ -16,9 +16,9 @@ use std::{
 
 use oauth2::TokenResponse;
 use rmcp::transport::auth::{
-    AuthorizationManager, AuthorizationMetadata, AuthorizationRequest, AuthorizationSession,
-    ClientCredentialsConfig, JwtSigningAlgorithm, OAuthClientConfig, OAuthHttpClient,
-    OAuthTokenResponse, WWWAuthenticateParams,
+    AuthError, AuthorizationManager, AuthorizationMetadata, AuthorizationRequest,
+    AuthorizationSession, ClientCredentialsConfig, JwtSigningAlgorithm, OAuthClientConfig,
+    OAuthHttpClient, OAuthTokenResponse, WWWAuthenticateParams,
     enterprise::{EmaAuthorizationServer, EmaClientAuthentication, EmaExchangeRequest},
 };
 use serde_json::json;
@@ -27,8 +27,9 @@ use tokio::time::Instant;
 use super::{
     AuthorizationPrompt, Authorizer, IdentityTokenProvider,
     adapter::{KeyedStore, last_saved},
-    errors::{failed, from_auth, from_ema, required, token_refused},
-    http::{Issued, OAuthHttp},
+    answer::Refused,
+    errors::{failed, from_auth, from_discovery, from_ema, required, token_refused},
+    http::{Issued, OAuthHttp, OAuthHttpError},
     silenced,
     store::{CredentialStore, GrantKey, StoredGrant},
 };
@@ -153,11 +154,11 @@ async fn machine_scopes(
 /// The grant type of the JWT bearer grant (RFC 7523).
 const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 
-/// A token endpoint's answer to the JWT bearer grant (RFC 6749 §5.1).
+/// A token endpoint's answer to the JWT bearer grant (RFC 6749 §5.1); its `token_type`
+/// was checked by the OAuth client (see [`super::answer::token_scheme`]).
 #[derive(serde::Deserialize)]
 struct JwtBearerAnswer {
     access_token: String,
-    token_type: String,
     /// A number, or (some servers) a string of one.
     expires_in: Option<serde_json::Value>,
     scope: Option<String>,
@@ -360,6 +361,26 @@ impl Entry {
         lock(&self.grant).clone()
     }
 
+    /// The error for an rmcp failure while talking to an authorization server: why this
+    /// entry's OAuth client refused a request or an answer, when it did (rmcp then knows
+    /// only that the request failed), else rmcp's error as `map` reads it.
+    fn refused_or(&self, map: fn(&AuthError) -> CallError, error: &AuthError) -> CallError {
+        self.retired
+            .take_refused()
+            .map_or_else(|| map(error), Refused::error)
+    }
+
+    /// [`Self::refused_or`] with rmcp's errors read the usual way.
+    fn auth_error(&self, error: &AuthError) -> CallError {
+        self.refused_or(from_auth, error)
+    }
+
+    /// Starts an operation that talks to an authorization server: a refusal recorded
+    /// before it (by a request whose failure was reported otherwise) is not its own.
+    fn start_operation(&self) {
+        let _ = self.retired.take_refused();
+    }
+
     /// Makes `token` the one in use. The one it replaces (and its refresh token) stays
     /// hidden, and `token` hides every secret this grant keeps hidden (see [`Issued`]).
     fn set(&self, token: &mut Token) {
@@ -486,6 +507,7 @@ impl Entry {
         flight: &mut Flight,
         challenge: Option<&str>,
     ) -> Result<String, CallError> {
+        self.start_operation();
         flight.manager = None;
         flight.metadata = None;
         let http: Arc<dyn OAuthHttpClient> = Arc::new(ctx.http.noting(Arc::clone(&self.retired)));
@@ -497,7 +519,7 @@ impl Entry {
         .map_err(|error| from_auth(&error))?;
         let resolution = silenced(manager.resolve_metadata_from_challenge(challenge))
             .await
-            .map_err(|error| from_auth(&error))?;
+            .map_err(|error| self.refused_or(from_discovery, &error))?;
         let metadata = resolution.metadata;
         let grant = self.grant();
         // A trailing slash is no difference (rmcp's own issuer check ignores it too).
@@ -596,6 +618,7 @@ impl Entry {
         challenge: Option<&str>,
         more: Vec<String>,
     ) -> Result<Token, CallError> {
+        self.start_operation();
         if flight.manager.is_none() {
             self.discover(ctx, flight, challenge).await?;
         }
@@ -670,7 +693,9 @@ impl Entry {
         manager
             .configure_client_credentials(&config)
             .map_err(|error| from_auth(&error))?;
-        let response = exchange_client_credentials(flight, config).await?;
+        let response = exchange_client_credentials(flight, config)
+            .await?
+            .map_err(|error| self.auth_error(&error))?;
         Token::from_response(
             &response,
             scopes,
@@ -734,7 +759,11 @@ impl Entry {
         let http: &dyn OAuthHttpClient = &noting;
         let token = silenced(request.exchange(http, http))
             .await
-            .map_err(|error| from_ema(&error))?;
+            .map_err(|error| {
+                self.retired
+                    .take_refused()
+                    .map_or_else(|| from_ema(&error), Refused::error)
+            })?;
         let mut hidden = Grant::Enterprise(grant.clone()).secrets();
         hidden.push(id_token);
         let granted = if token.scopes.is_empty() {
@@ -790,19 +819,17 @@ impl Entry {
         let response = noting
             .post_form(&metadata.token_endpoint, &form)
             .await
-            .map_err(|error| failed(format!("the token request failed: {error}")))?;
+            .map_err(|error| match error {
+                OAuthHttpError::Refused(refused) => refused.error(),
+                error => failed(format!("the token request failed: {error}")),
+            })?;
         let status = response.status();
         let body = String::from_utf8_lossy(response.body());
         if !status.is_success() {
             return Err(token_refused(status.as_u16(), &body));
         }
-        let answer: JwtBearerAnswer = serde_json::from_str(&body)
-            .map_err(|_| failed("the token endpoint answered with no usable token response"))?;
-        if !answer.token_type.eq_ignore_ascii_case("bearer") {
-            return Err(failed(
-                "the token endpoint issued a token of another type than Bearer",
-            ));
-        }
+        let answer: JwtBearerAnswer =
+            serde_json::from_str(&body).map_err(|_| Refused::Unusable.error())?;
         let lifetime = answer.lifetime();
         let granted = match answer.scope {
             Some(granted) => granted.split_whitespace().map(str::to_owned).collect(),
@@ -1014,8 +1041,12 @@ impl Entry {
         grant: &AuthorizationCodeGrant,
         key: GrantKey,
     ) -> Result<Token, CallError> {
-        let (Some(mut manager), Some(metadata)) = (flight.manager.take(), flight.metadata.clone())
-        else {
+        let Some(metadata) = flight.metadata.clone() else {
+            return Err(failed("the authorization metadata is unknown"));
+        };
+        require_pkce(&metadata)?;
+        self.start_operation();
+        let Some(mut manager) = flight.manager.take() else {
             return Err(failed("the authorization metadata is unknown"));
         };
         let redirect = redirect_uri(grant, Some(authorizer));
@@ -1070,7 +1101,7 @@ impl Entry {
                 Ok(registered) => registered,
                 Err(error) => {
                     flight.manager = Some(manager);
-                    return Err(from_auth(&error));
+                    return Err(self.auth_error(&error));
                 }
             };
             request = request.with_preregistered_client(&registered.client_id);
@@ -1086,7 +1117,7 @@ impl Entry {
             Ok(session) => session,
             Err((manager, error)) => {
                 flight.manager = Some(manager);
-                return Err(from_auth(&error));
+                return Err(self.auth_error(&error));
             }
         };
         let prompt = AuthorizationPrompt {
@@ -1102,7 +1133,7 @@ impl Entry {
         };
         flight.manager = Some(session.auth_manager);
         let response = match exchanged {
-            Some(exchanged) => exchanged.map_err(|error| from_auth(&error))?,
+            Some(exchanged) => exchanged.map_err(|error| self.auth_error(&error))?,
             None => return Err(failed("the authorizer did not complete the authorization")),
         };
         let scopes = last_saved(&saved).map_or(scopes, |grant| grant.scopes);
@@ -1143,12 +1174,15 @@ impl Entry {
         }
         let mut wanted = stored.scopes.clone();
         union(&mut wanted, scopes);
-        let Some(manager) = flight.manager.as_ref() else {
+        let (Some(manager), Some(metadata)) = (flight.manager.as_ref(), flight.metadata.as_ref())
+        else {
             return Err(failed("the authorization metadata is unknown"));
         };
+        require_pkce(metadata)?;
+        self.start_operation();
         let url = silenced(manager.request_scope_upgrade(&wanted.join(" ")))
             .await
-            .map_err(|error| from_auth(&error))?;
+            .map_err(|error| self.auth_error(&error))?;
         let prompt = AuthorizationPrompt {
             tenant: self.tenant.clone(),
             resource: self.url.clone(),
@@ -1160,14 +1194,14 @@ impl Entry {
             .await
             .map_err(|_| failed("the authorizer did not complete the authorization"))?;
         let callback = rmcp::transport::auth::AuthorizationCallback::from_redirect_url(&callback)
-            .map_err(|error| from_auth(&error))?;
+            .map_err(|error| self.auth_error(&error))?;
         let response = silenced(manager.exchange_code_for_token_with_issuer(
             &callback.code,
             &callback.csrf_token,
             callback.issuer.as_deref(),
         ))
         .await
-        .map_err(|error| from_auth(&error))?;
+        .map_err(|error| self.auth_error(&error))?;
         let mut hidden = self.grant().secrets();
         hidden.extend(stored.client_secret.iter().cloned());
         Token::from_response(&response, wanted, hidden)
@@ -1183,7 +1217,7 @@ impl Entry {
 async fn exchange_client_credentials(
     flight: &mut Flight,
     config: ClientCredentialsConfig,
-) -> Result<OAuthTokenResponse, CallError> {
+) -> Result<Result<OAuthTokenResponse, AuthError>, CallError> {
     let Some(manager) = flight.manager.take() else {
         return Err(failed("the authorization metadata is unknown"));
     };
@@ -1201,7 +1235,28 @@ async fn exchange_client_credentials(
         return Err(failed("the token request could not be run"));
     };
     flight.manager = Some(manager);
-    response.map_err(|error| from_auth(&error))
+    Ok(response)
+}
+
+/// The MCP authorization specification's PKCE rule: the authorization server's metadata
+/// must list `S256` in `code_challenge_methods_supported`; when the field is absent, or
+/// lists other methods only, the client must refuse to proceed (rmcp proceeds on an
+/// absent field, with a warning). Checked before a client is registered or an
+/// authorization URL is made.
+fn require_pkce(metadata: &AuthorizationMetadata) -> Result<(), CallError> {
+    match &metadata.code_challenge_methods_supported {
+        Some(methods) if methods.iter().any(|method| method == "S256") => Ok(()),
+        Some(_) => Err(failed(
+            "the authorization server does not support PKCE with S256 \
+             (code_challenge_methods_supported lacks it), which MCP authorization requires; \
+             no authorization was started",
+        )),
+        None => Err(failed(
+            "the authorization server's metadata does not advertise PKCE \
+             (code_challenge_methods_supported is missing), which MCP authorization \
+             requires; no authorization was started",
+        )),
+    }
 }
 
 /// The redirect URI: the grant's, else the authorizer's, else the default.

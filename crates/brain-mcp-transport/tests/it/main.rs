@@ -6,6 +6,7 @@ mod layers;
 mod legacy;
 mod modern;
 mod oauth;
+mod oauth_hostile;
 mod oauth_secrets;
 mod oauth_servers;
 mod stdio;
