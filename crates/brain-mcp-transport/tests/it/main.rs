@@ -9,6 +9,8 @@ mod oauth;
 mod oauth_hostile;
 mod oauth_secrets;
 mod oauth_servers;
+mod refusals;
+mod statuses;
 mod stdio;
 mod support;
 mod warm;

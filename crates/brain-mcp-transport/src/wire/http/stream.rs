@@ -118,6 +118,8 @@ impl HttpBackend {
                     status: status.as_u16(),
                     session: session_id.is_some(),
                     challenge: None,
+                    reason: None,
+                    old_sse: false,
                 },
             };
             self.failed(call.as_deref(), failure);
