@@ -33,6 +33,11 @@ use crate::endpoint::{Endpoint, StdioEndpoint};
 
 /// How much of the child's stderr is kept for error messages.
 const STDERR_TAIL: usize = 8 * 1024;
+/// How many of its last non-empty stderr lines an error message quotes: the line that
+/// says what is wrong is often a few lines above the last (a usage line, a stack frame).
+const STDERR_LINES: usize = 5;
+/// How many characters of each quoted line.
+const STDERR_LINE_CHARS: usize = 200;
 
 /// The variables a stdio server inherits from the host by default: those the official
 /// TypeScript and python SDKs pass (the rest of the host's environment, other bindings'
@@ -167,7 +172,9 @@ impl Process {
         }
     }
 
-    /// `" (exit status 3; stderr: last line)"`, or only the stderr line while it runs.
+    /// `" (exit status 3; stderr: line | ... | last line)"`, or only the stderr lines
+    /// while it runs: the last few non-empty lines, each one line of at most
+    /// [`STDERR_LINE_CHARS`], the endpoint's secrets hidden (see [`Endpoint::quote`]).
     pub(crate) async fn stopped_detail(&self, endpoint: &Endpoint) -> String {
         // Give a dying child a moment to be reaped, so its status can be reported.
         let mut exit = self.exit.clone();
@@ -184,11 +191,10 @@ impl Process {
         let tail = {
             let tail = self.stderr.lock().unwrap_or_else(PoisonError::into_inner);
             let bytes: Vec<u8> = tail.iter().copied().collect();
-            let text = String::from_utf8_lossy(&bytes).into_owned();
-            text.lines()
-                .rev()
-                .find(|line| !line.trim().is_empty())
-                .map(|line| endpoint.quote(line.trim(), 200))
+            // A full tail starts inside a line: that part is not quoted.
+            let cut = tail.len() == STDERR_TAIL;
+            drop(tail);
+            last_lines(&String::from_utf8_lossy(&bytes), cut, endpoint)
         };
         match (status, tail) {
             (Some(status), Some(line)) => format!(" ({status}; stderr: {line})"),
@@ -226,6 +232,19 @@ impl Process {
     }
 }
 
+/// The last [`STDERR_LINES`] non-empty lines of `text`, quoted, oldest first, joined
+/// with ` | `; `cut`: the first line is a fragment and is left out.
+fn last_lines(text: &str, cut: bool, endpoint: &Endpoint) -> Option<String> {
+    let mut lines: Vec<&str> = text.lines().skip(usize::from(cut)).collect();
+    lines.retain(|line| !line.trim().is_empty());
+    let from = lines.len().saturating_sub(STDERR_LINES);
+    let quoted: Vec<String> = lines[from..]
+        .iter()
+        .map(|line| endpoint.quote(line.trim(), STDERR_LINE_CHARS))
+        .collect();
+    (!quoted.is_empty()).then(|| quoted.join(" | "))
+}
+
 impl Drop for Process {
     fn drop(&mut self) {
         // The call was dropped (or its close ran): kill now; the reaper reaps.
@@ -233,5 +252,39 @@ impl Drop for Process {
             self.kill_group();
         }
         self.closed.cancel();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_lines_are_quoted_with_real_secrets_hidden() {
+        let endpoint = Endpoint::Stdio(
+            StdioEndpoint::new("server", ["--db-path", "/srv/notes.sqlite"])
+                .env("API_KEY", "sk-live-0123456789"),
+        );
+        let text = "starting\n\nusing key sk-live-0123456789\nerror: cannot open \
+                    /srv/notes.sqlite\n  at open (db.js:1)\n  at main (index.js:9)\n\n\
+                    exiting\x1b[31m\n";
+        assert_eq!(
+            last_lines(text, false, &endpoint).as_deref(),
+            Some(
+                "using key <redacted> | error: cannot open /srv/notes.sqlite | at open \
+                 (db.js:1) | at main (index.js:9) | exiting [31m"
+            )
+        );
+        assert_eq!(
+            last_lines("ial line\nwhole line\n", true, &endpoint).as_deref(),
+            Some("whole line")
+        );
+        assert_eq!(last_lines(" \n\n", false, &endpoint), None);
+        let long = "x".repeat(10 * STDERR_LINE_CHARS);
+        let quoted = last_lines(&format!("{long}\n{long}"), false, &endpoint).unwrap();
+        assert!(
+            quoted.chars().count() <= 2 * (STDERR_LINE_CHARS + 1) + 3,
+            "{quoted}"
+        );
     }
 }
