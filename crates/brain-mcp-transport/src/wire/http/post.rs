@@ -243,7 +243,7 @@ impl HttpBackend {
                 status: status.as_u16(),
                 session: session_attached,
                 challenge,
-                reason: refusal::reason(media.as_deref(), &body).map(hidden),
+                reason: refusal::reason(status.as_u16(), media.as_deref(), &body).map(hidden),
                 old_sse: no_session
                     && refusal::old_sse_transport(uri, status.as_u16(), allow.as_deref()),
             },

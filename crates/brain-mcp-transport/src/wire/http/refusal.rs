@@ -11,8 +11,9 @@
 /// The longest reason kept (characters), before it is quoted in a message.
 pub(crate) const MAX_REASON_CHARS: usize = 500;
 
-/// The server's reason for refusing, from a body of `media` type (`None`: not given).
-pub(crate) fn reason(media: Option<&str>, body: &[u8]) -> Option<String> {
+/// The server's reason for refusing with `status`, from a body of `media` type (`None`:
+/// not given); none when it only repeats the status (`Forbidden`, `unauthorized`).
+pub(crate) fn reason(status: u16, media: Option<&str>, body: &[u8]) -> Option<String> {
     let text = std::str::from_utf8(body).ok()?.trim();
     if text.is_empty() {
         return None;
@@ -30,7 +31,12 @@ pub(crate) fn reason(media: Option<&str>, body: &[u8]) -> Option<String> {
         Some(_) => return None,
     };
     let kept: String = found.chars().take(MAX_REASON_CHARS).collect();
-    (!kept.trim().is_empty()).then_some(kept)
+    let said = kept.trim().trim_end_matches('.').replace(['_', '-'], " ");
+    let repeats = http::StatusCode::from_u16(status)
+        .ok()
+        .and_then(|status| status.canonical_reason())
+        .is_some_and(|phrase| said.eq_ignore_ascii_case(phrase));
+    (!said.is_empty() && !repeats).then_some(kept)
 }
 
 /// The reason in a JSON body, looked for where the common shapes put it.
@@ -127,16 +133,38 @@ mod tests {
         ];
         for (media, body, expected) in cases {
             assert_eq!(
-                reason(media, body.as_bytes()).as_deref(),
+                reason(403, media, body.as_bytes()).as_deref(),
                 expected,
                 "{media:?} {body}"
             );
         }
-        assert_eq!(reason(Some("text/plain"), &[0xff, 0xfe]), None, "not UTF-8");
+        assert_eq!(
+            reason(403, Some("text/plain"), &[0xff, 0xfe]),
+            None,
+            "not UTF-8"
+        );
         let long = "x".repeat(10 * MAX_REASON_CHARS);
         assert_eq!(
-            reason(Some("text/plain"), long.as_bytes()).map(|r| r.chars().count()),
+            reason(403, Some("text/plain"), long.as_bytes()).map(|r| r.chars().count()),
             Some(MAX_REASON_CHARS)
+        );
+        // A reason that only repeats the status says nothing more.
+        for (status, said) in [
+            (401, r#"{"error":"unauthorized"}"#),
+            (403, "Forbidden"),
+            (404, "Not Found."),
+            (405, "method_not_allowed"),
+        ] {
+            let media = if said.starts_with('{') {
+                Some("application/json")
+            } else {
+                Some("text/plain")
+            };
+            assert_eq!(reason(status, media, said.as_bytes()), None, "{said}");
+        }
+        assert_eq!(
+            reason(404, Some("text/plain"), b"Not Found: Session not found").as_deref(),
+            Some("Not Found: Session not found")
         );
     }
 
