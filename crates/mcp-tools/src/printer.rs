@@ -25,6 +25,7 @@ use std::{
 use brain_tools::{ContentBlock, EventSink, ProgressEvent, ResultEvent, ToolEvent};
 
 use crate::{
+    escape::escape,
     human::{self, Paint, ProgressSeen, Saved},
     progress::CallBar,
 };
@@ -266,10 +267,18 @@ impl<W: Write> Writer<W> {
                 for (index, saved) in saved.iter().enumerate() {
                     match saved {
                         Some(Saved::To(path)) => {
-                            eprintln!("mcp-tools: block {} saved to {}", index + 1, path.display());
+                            eprintln!(
+                                "mcp-tools: block {} saved to {}",
+                                index + 1,
+                                escape(&path.display().to_string(), false)
+                            );
                         }
                         Some(Saved::Failed(why)) => {
-                            eprintln!("mcp-tools: block {} not saved: {why}", index + 1);
+                            eprintln!(
+                                "mcp-tools: block {} not saved: {}",
+                                index + 1,
+                                escape(why, false)
+                            );
                         }
                         None => {}
                     }

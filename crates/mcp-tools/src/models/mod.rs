@@ -457,7 +457,7 @@ fn fill(template: &str, finding: &Finding, ready: &Ready, path: Option<&str>) ->
         } else if let (Some(after), Some(end)) = (tail.strip_prefix('{'), tail.find('}')) {
             let name = &after[..end - 1];
             match lookup(name) {
-                Some(value) => out.push_str(&crate::human::escape_controls(&value, false)),
+                Some(value) => out.push_str(&crate::escape::escape(&value, false)),
                 None => out.push_str(&tail[..=end]),
             }
             rest = &tail[end + 1..];
