@@ -61,7 +61,8 @@ pub(crate) fn from_discovery(error: &AuthError) -> CallError {
     match error {
         // Both issuers are servers' text: not repeated.
         AuthError::AuthorizationServerMismatch { .. } => failed(
-            "the authorization server's metadata names another issuer than the one its              address was built from (RFC 8414 section 3.3)",
+            "the authorization server's metadata names another issuer than the one its \
+             address was built from (RFC 8414 section 3.3)",
         ),
         AuthError::AuthorizationServerMissingIssuer { .. } => {
             failed("the authorization server's metadata names no issuer (RFC 8414 section 3.3)")

@@ -16,9 +16,9 @@ use std::{
 
 use oauth2::TokenResponse;
 use rmcp::transport::auth::{
-    AuthError, AuthorizationManager, AuthorizationMetadata, AuthorizationRequest,
-    AuthorizationSession, ClientCredentialsConfig, JwtSigningAlgorithm, OAuthClientConfig,
-    OAuthHttpClient, OAuthTokenResponse, WWWAuthenticateParams,
+    AuthError, AuthorizationManager, AuthorizationMetadata, AuthorizationMetadataSource,
+    AuthorizationRequest, AuthorizationSession, ClientCredentialsConfig, JwtSigningAlgorithm,
+    OAuthClientConfig, OAuthHttpClient, OAuthTokenResponse, WWWAuthenticateParams,
     enterprise::{EmaAuthorizationServer, EmaClientAuthentication, EmaExchangeRequest},
 };
 use serde_json::json;
@@ -104,7 +104,8 @@ fn check_workload_destination(
     };
     if !scheme_ok {
         return Err(failed(
-            "the authorization server's token endpoint is not https: the workload identity              token is not sent",
+            "the authorization server's token endpoint is not https: the workload identity \
+             token is not sent",
         ));
     }
     let audiences: Vec<String> = match crate::grant::jwt_claims(assertion)
@@ -127,7 +128,8 @@ fn check_workload_destination(
         Ok(())
     } else {
         Err(failed(
-            "the workload identity token is for another authorization server (its audience              names neither the server's issuer nor its token endpoint): it is not sent",
+            "the workload identity token is for another authorization server (its audience \
+             names neither the server's issuer nor its token endpoint): it is not sent",
         ))
     }
 }
@@ -302,6 +304,9 @@ struct Flight {
     manager: Option<AuthorizationManager>,
     /// The metadata as discovered (before any narrowing for a token request).
     metadata: Option<AuthorizationMetadata>,
+    /// Whether that metadata was published by the authorization server (RFC 8414 or
+    /// OpenID Connect), not synthesized from the 2025-03-26 default endpoints.
+    published: bool,
     /// The store key of a delegated grant.
     key: Option<GrantKey>,
     /// Whether the store was read for a delegated grant.
@@ -521,6 +526,7 @@ impl Entry {
             .await
             .map_err(|error| self.refused_or(from_discovery, &error))?;
         let metadata = resolution.metadata;
+        flight.published = resolution.source != AuthorizationMetadataSource::LegacyEndpointFallback;
         let grant = self.grant();
         // A trailing slash is no difference (rmcp's own issuer check ignores it too).
         let same = |a: &str, b: &str| a.trim_end_matches('/') == b.trim_end_matches('/');
@@ -1044,7 +1050,7 @@ impl Entry {
         let Some(metadata) = flight.metadata.clone() else {
             return Err(failed("the authorization metadata is unknown"));
         };
-        require_pkce(&metadata)?;
+        require_pkce(&metadata, flight.published)?;
         self.start_operation();
         let Some(mut manager) = flight.manager.take() else {
             return Err(failed("the authorization metadata is unknown"));
@@ -1178,7 +1184,7 @@ impl Entry {
         else {
             return Err(failed("the authorization metadata is unknown"));
         };
-        require_pkce(metadata)?;
+        require_pkce(metadata, flight.published)?;
         self.start_operation();
         let url = silenced(manager.request_scope_upgrade(&wanted.join(" ")))
             .await
@@ -1238,14 +1244,17 @@ async fn exchange_client_credentials(
     Ok(response)
 }
 
-/// The MCP authorization specification's PKCE rule: the authorization server's metadata
-/// must list `S256` in `code_challenge_methods_supported`; when the field is absent, or
-/// lists other methods only, the client must refuse to proceed (rmcp proceeds on an
-/// absent field, with a warning). Checked before a client is registered or an
-/// authorization URL is made.
-fn require_pkce(metadata: &AuthorizationMetadata) -> Result<(), CallError> {
+/// The MCP authorization specification's PKCE rule (2025-11-25 on): the authorization
+/// server's metadata must list `S256` in `code_challenge_methods_supported`; when the
+/// field is absent, or lists other methods only, the client must refuse to proceed (rmcp
+/// proceeds on an absent field, with a warning). Checked before a client is registered or
+/// an authorization URL is made. A 2025-03-26 server that publishes no metadata at all
+/// (`published` false: its default endpoints are used) has nothing to verify against, and
+/// that revision asked for no check: the flow goes on, with an S256 challenge as always.
+fn require_pkce(metadata: &AuthorizationMetadata, published: bool) -> Result<(), CallError> {
     match &metadata.code_challenge_methods_supported {
         Some(methods) if methods.iter().any(|method| method == "S256") => Ok(()),
+        None if !published => Ok(()),
         Some(_) => Err(failed(
             "the authorization server does not support PKCE with S256 \
              (code_challenge_methods_supported lacks it), which MCP authorization requires; \
@@ -1369,6 +1378,34 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn pkce_with_s256_is_required_of_published_metadata() {
+        let metadata = |methods: Option<&[&str]>| {
+            let mut metadata = AuthorizationMetadata::default();
+            metadata.code_challenge_methods_supported =
+                methods.map(|methods| methods.iter().map(|m| (*m).to_owned()).collect());
+            metadata
+        };
+        // (methods, published, allowed)
+        let cases: [(Option<&[&str]>, bool, bool); 7] = [
+            (Some(&["S256"]), true, true),
+            (Some(&["plain", "S256"]), true, true),
+            (None, true, false),
+            (Some(&[]), true, false),
+            (Some(&["plain"]), true, false),
+            // The 2025-03-26 default endpoints: no metadata was published to check.
+            (None, false, true),
+            (Some(&["plain"]), false, false),
+        ];
+        for (methods, published, allowed) in cases {
+            let checked = require_pkce(&metadata(methods), published);
+            assert_eq!(checked.is_ok(), allowed, "{methods:?} {published}");
+            if let Err(error) = checked {
+                assert!(error.detail().contains("PKCE"), "{error}");
+            }
+        }
+    }
 
     #[test]
     fn scopes_union_keeps_order_and_drops_repeats() {
