@@ -38,6 +38,18 @@ const STDERR_TAIL: usize = 8 * 1024;
 const STDERR_LINES: usize = 5;
 /// How many characters of each quoted line.
 const STDERR_LINE_CHARS: usize = 200;
+/// How long an error message waits for a dying child's exit, then for the rest of its
+/// stderr.
+const DETAIL_WAIT: Duration = Duration::from_millis(200);
+
+/// Sends `true` when dropped.
+struct SetOnDrop(watch::Sender<bool>);
+
+impl Drop for SetOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.send(true);
+    }
+}
 
 /// The variables a stdio server inherits from the host by default: those the official
 /// TypeScript and python SDKs pass (the rest of the host's environment, other bindings'
@@ -52,6 +64,8 @@ pub(crate) struct Process {
     stdout: Option<ChildStdout>,
     stdin: Option<ChildStdin>,
     stderr: Arc<Mutex<VecDeque<u8>>>,
+    /// Turns true when the stderr drain has ended (the pipe's end, or the close).
+    drained: watch::Receiver<bool>,
     exit: watch::Receiver<Exit>,
     /// Ends the stderr drain: a descendant that left the group may hold the pipe.
     closed: CancellationToken,
@@ -102,10 +116,13 @@ impl Process {
         let pid = child.id();
         let closed = CancellationToken::new();
         let stderr = Arc::new(Mutex::new(VecDeque::with_capacity(STDERR_TAIL)));
+        let (drain_ended, drained) = watch::channel(false);
         if let Some(mut pipe) = child.stderr.take() {
             let tail = Arc::clone(&stderr);
             let closed = closed.clone();
             tasks.spawn(async move {
+                // Whatever ends the drain, the tail is then as full as it gets.
+                let _ended = SetOnDrop(drain_ended);
                 let mut buffer = [0u8; 4096];
                 loop {
                     let read = tokio::select! {
@@ -144,6 +161,7 @@ impl Process {
             stdout,
             stdin,
             stderr,
+            drained,
             exit,
             closed,
             kill,
@@ -178,16 +196,21 @@ impl Process {
     pub(crate) async fn stopped_detail(&self, endpoint: &Endpoint) -> String {
         // Give a dying child a moment to be reaped, so its status can be reported.
         let mut exit = self.exit.clone();
-        let status = tokio::time::timeout(
-            Duration::from_millis(200),
-            exit.wait_for(|exit| *exit != Exit::Running),
-        )
-        .await
-        .ok()
-        .and_then(|exit| match exit.ok().as_deref() {
-            Some(Exit::Exited(status)) => *status,
-            _ => None,
-        });
+        let status =
+            tokio::time::timeout(DETAIL_WAIT, exit.wait_for(|exit| *exit != Exit::Running))
+                .await
+                .ok()
+                .and_then(|exit| match exit.ok().as_deref() {
+                    Some(Exit::Exited(status)) => *status,
+                    _ => None,
+                });
+        if status.is_some() {
+            // The child is gone, but what it wrote last may still be in the pipe: the
+            // drain reads it to the pipe's end (a descendant that holds the pipe is
+            // waited for only briefly).
+            let mut drained = self.drained.clone();
+            let _ = tokio::time::timeout(DETAIL_WAIT, drained.wait_for(|ended| *ended)).await;
+        }
         let tail = {
             let tail = self.stderr.lock().unwrap_or_else(PoisonError::into_inner);
             let bytes: Vec<u8> = tail.iter().copied().collect();
