@@ -336,6 +336,14 @@ pub struct AsState {
     pub iss: Mutex<Iss>,
     /// How long the token endpoint takes.
     pub token_delay: Mutex<Duration>,
+    /// The `token_type` of issued access tokens (default `Bearer`).
+    pub token_type: Mutex<String>,
+    /// Set: every token request is answered with this status and body instead (a hostile
+    /// or broken token endpoint); the request is still recorded.
+    pub token_answer: Mutex<Option<(u16, String)>>,
+    /// Fields merged into the authorization server metadata; a `null` removes the field
+    /// (for example `code_challenge_methods_supported`).
+    pub metadata_patch: Mutex<serde_json::Map<String, Value>>,
     /// Scopes the server never grants, whatever is asked.
     pub withheld: Mutex<Vec<String>>,
     /// Every token request, in order.
@@ -403,7 +411,7 @@ impl AsState {
             .push(access.clone());
         let mut body = json!({
             "access_token": access,
-            "token_type": "Bearer",
+            "token_type": lock(&self.token_type).clone(),
             "expires_in": *lock(&self.expires_in),
             "scope": scopes.join(" "),
         });
@@ -489,6 +497,12 @@ impl Respond for Token {
         });
         state.token_requests_seen.send_modify(|seen| *seen += 1);
         let delay = *lock(&state.token_delay);
+        if let Some((status, body)) = lock(&state.token_answer).clone() {
+            return ResponseTemplate::new(status)
+                .insert_header("content-type", "application/json")
+                .set_body_string(body)
+                .set_delay(delay);
+        }
         let withheld = lock(&state.withheld).clone();
         let scopes: Vec<String> = form
             .get("scope")
@@ -551,7 +565,7 @@ impl Respond for Token {
                 state.resource.accept(&access, Vec::new());
                 ResponseTemplate::new(200).set_body_json(json!({
                     "access_token": access,
-                    "token_type": "Bearer",
+                    "token_type": lock(&state.token_type).clone(),
                     "expires_in": *lock(&state.expires_in),
                 }))
             }
@@ -616,7 +630,7 @@ struct AsMetadata(Arc<AsState>);
 impl Respond for AsMetadata {
     fn respond(&self, _: &Request) -> ResponseTemplate {
         let issuer = &self.0.issuer;
-        ResponseTemplate::new(200).set_body_json(json!({
+        let mut metadata = json!({
             "issuer": issuer,
             "authorization_endpoint": format!("{issuer}/authorize"),
             "token_endpoint": format!("{issuer}/token"),
@@ -627,7 +641,17 @@ impl Respond for AsMetadata {
             "token_endpoint_auth_methods_supported": *lock(&self.0.auth_methods),
             "token_endpoint_auth_signing_alg_values_supported": ["ES256", "RS256"],
             "authorization_response_iss_parameter_supported": true,
-        }))
+        });
+        if let Some(fields) = metadata.as_object_mut() {
+            for (field, value) in lock(&self.0.metadata_patch).iter() {
+                if value.is_null() {
+                    fields.remove(field);
+                } else {
+                    fields.insert(field.clone(), value.clone());
+                }
+            }
+        }
+        ResponseTemplate::new(200).set_body_json(metadata)
     }
 }
 
@@ -651,6 +675,9 @@ impl AuthServer {
             refresh_answer: Mutex::new(RefreshAnswer::Grant),
             iss: Mutex::new(Iss::Correct),
             token_delay: Mutex::new(Duration::ZERO),
+            token_type: Mutex::new("Bearer".to_owned()),
+            token_answer: Mutex::default(),
+            metadata_patch: Mutex::default(),
             withheld: Mutex::default(),
             tokens: Mutex::default(),
             authorizations: Mutex::default(),

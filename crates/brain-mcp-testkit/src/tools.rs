@@ -508,6 +508,20 @@ impl ServerHandler for Testkit {
             name if name.starts_with("gen_") && self.kit.tools.iter().any(|t| t.name == name) => {
                 text(Value::Object(args.clone()).to_string())
             }
+            // Not listed: answers the call with the JSON-RPC error `code` (and `message`).
+            "rpc_error" => {
+                let code = args
+                    .get("code")
+                    .and_then(Value::as_i64)
+                    .and_then(|code| i32::try_from(code).ok())
+                    .unwrap_or(-32603);
+                let message = args
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("scripted error")
+                    .to_owned();
+                Err(ErrorData::new(rmcp::model::ErrorCode(code), message, None))
+            }
             other => Err(ErrorData::invalid_params(
                 format!("unknown tool: {other}"),
                 None,

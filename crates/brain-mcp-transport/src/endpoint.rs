@@ -63,9 +63,11 @@ impl Endpoint {
     }
 
     /// The endpoint's secrets: the bearer token; the URL's password and query values and
-    /// a stdio server's environment values, those of 8 characters or more; with
-    /// `arguments`, a stdio server's arguments too (for error messages only: arguments
-    /// are mostly paths and flags, which results may rightly contain).
+    /// a stdio server's environment values (the binding passes secrets there), those of
+    /// 8 characters or more; with `arguments`, the values a stdio server's arguments mark
+    /// as secret too (see [`secret_arguments`]; for error messages only). Other
+    /// arguments are paths and flags (`--db-path`), which a person must be able to read
+    /// in a message, and results may rightly contain.
     fn secrets(&self, arguments: bool) -> Vec<&str> {
         let long = |value: &&str| value.len() >= MIN_SECRET_LEN;
         match self {
@@ -90,12 +92,9 @@ impl Endpoint {
                     .filter(long)
                     .collect()
             }
-            Endpoint::Stdio(stdio) => stdio
-                .args
-                .iter()
+            Endpoint::Stdio(stdio) => secret_arguments(&stdio.args)
                 .filter(|_| arguments)
-                .chain(stdio.env.iter().map(|(_, value)| value))
-                .map(String::as_str)
+                .chain(stdio.env.iter().map(|(_, value)| value.as_str()))
                 .filter(long)
                 .collect(),
         }
@@ -114,6 +113,40 @@ impl Endpoint {
         let hidden = Redactor::new(self.secrets(true));
         one_line(&hidden.text(text), max)
     }
+}
+
+/// The values a command line marks as secret: the value of a flag whose name says it
+/// holds a credential (`--token VALUE`, `--api-key=VALUE`, `-password VALUE`, ...), and
+/// a bearer token written out (`Authorization: Bearer VALUE`).
+fn secret_arguments(args: &[String]) -> impl Iterator<Item = &str> {
+    const NAMES: [&str; 8] = [
+        "token",
+        "key",
+        "secret",
+        "password",
+        "passwd",
+        "credential",
+        "auth",
+        "bearer",
+    ];
+    let names_a_secret = |flag: &str| {
+        let name = flag.trim_start_matches('-').to_ascii_lowercase();
+        flag.starts_with('-') && NAMES.iter().any(|secret| name.contains(secret))
+    };
+    args.iter().enumerate().filter_map(move |(i, arg)| {
+        if let Some((flag, value)) = arg.split_once('=')
+            && names_a_secret(flag)
+        {
+            return Some(value);
+        }
+        if let Some(at) = arg.to_ascii_lowercase().find("bearer ") {
+            return Some(arg[at + "bearer ".len()..].trim());
+        }
+        let previous = i.checked_sub(1).map(|p| args[p].as_str());
+        previous
+            .filter(|flag| !flag.contains('=') && names_a_secret(flag))
+            .map(|_| arg.as_str())
+    })
 }
 
 /// The parts of an absolute URL that messages and `Debug` care about.
@@ -362,6 +395,30 @@ mod tests {
         assert_eq!(
             endpoint.quote("key sk-live-0123456789 rejected (1 try)", 200),
             "key <redacted> rejected (1 try)"
+        );
+        // Arguments are a person's to read (paths, flags), except those that hold a
+        // credential.
+        let endpoint = Endpoint::Stdio(StdioEndpoint::new(
+            "server",
+            [
+                "--db-path",
+                "/var/lib/notes.sqlite",
+                "--api-key",
+                "sk-arg-0123456789",
+                "--client-secret=cs-arg-0123456789",
+                "--header",
+                "Authorization: Bearer bt-arg-0123456789",
+                "--read-only",
+            ],
+        ));
+        assert_eq!(
+            endpoint.quote(
+                "cannot open /var/lib/notes.sqlite with sk-arg-0123456789, \
+                 cs-arg-0123456789 or bt-arg-0123456789 (--read-only)",
+                300
+            ),
+            "cannot open /var/lib/notes.sqlite with <redacted>, <redacted> or <redacted> \
+             (--read-only)"
         );
         // One secret inside another: the longer goes first, nothing of it is left.
         let endpoint = Endpoint::Stdio(

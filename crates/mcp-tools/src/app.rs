@@ -16,7 +16,9 @@ use clap::Parser;
 use crate::{
     call, check,
     cli::{self, Command},
-    conventions, discover, login, logs,
+    conventions, discover,
+    escape::escape,
+    login, logs,
 };
 
 /// How long background closes (a session's DELETE, a stdio child's exit) may run after a
@@ -109,15 +111,20 @@ fn exit(outcome: Outcome) -> ExitCode {
         (Ok(()), Some(error)) => Err(Exit::Failed(format!("cannot write to stdout: {error}"))),
         (outcome, _) => outcome,
     };
+    // A message may quote a server (a tool name, an error's text): escaped as every
+    // string shown to a person is.
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(Exit::Failed(message)) => {
-            eprintln!("mcp-tools: {message}");
+            eprintln!("mcp-tools: {}", escape(&message, true));
             ExitCode::from(1)
         }
         Err(Exit::Reported) => ExitCode::from(1),
         Err(Exit::Usage(message)) => {
-            eprintln!("mcp-tools: {message} (see mcp-tools --help)");
+            eprintln!(
+                "mcp-tools: {} (see mcp-tools --help)",
+                escape(&message, true)
+            );
             ExitCode::from(2)
         }
     }

@@ -20,8 +20,12 @@ use tokio::{
     net::{TcpListener, TcpStream},
 };
 
-use crate::cli::StoreArgs;
-use crate::{app::Exit, check::load, cli::GrantTarget};
+use crate::{
+    app::Exit,
+    check::load,
+    cli::{GrantTarget, StoreArgs},
+    escape,
+};
 
 /// A protected server as a command sees it.
 #[derive(Debug, Clone)]
@@ -253,12 +257,14 @@ pub(crate) fn interactive() -> bool {
     std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
 }
 
-/// Text from a server, made safe for one line of a terminal.
-fn one_line(text: &str, max: usize) -> String {
-    text.chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .take(max)
-        .collect()
+/// What a person reads when the authorization server refused in its redirect: its
+/// error code and description, escaped and bounded.
+fn refused(error: &str, description: &str) -> String {
+    format!(
+        "the authorization server refused: {} {}",
+        escape::line(error, 100),
+        escape::line(description, 300)
+    )
 }
 
 /// The authorizer of a person at a terminal: prints the authorization URL on stderr and
@@ -339,10 +345,10 @@ impl Authorizer for LoopbackAuthorizer {
         }
         eprintln!(
             "To authorize tenant {} for {}, open this URL in a browser:\n\n  {}\n\nWaiting for the redirect to {} (Ctrl-C to give up) ...",
-            one_line(&prompt.tenant, 200),
-            one_line(&prompt.resource, 500),
+            escape::line(&prompt.tenant, 200),
+            escape::line(&prompt.resource, 500),
             prompt.authorization_url,
-            one_line(&prompt.redirect_uri, 500),
+            escape::line(&prompt.redirect_uri, 500),
         );
         let state = state_of(&prompt.authorization_url);
         let (sender, mut received) = tokio::sync::mpsc::channel(1);
@@ -424,11 +430,7 @@ async fn callback(
     }
     if let Some(error) = param("error") {
         let description = param("error_description").unwrap_or_default();
-        eprintln!(
-            "mcp-tools: the authorization server refused: {} {}",
-            one_line(error, 100),
-            one_line(description, 300)
-        );
+        eprintln!("mcp-tools: {}", refused(error, description));
         respond(
             &mut stream,
             200,
@@ -484,16 +486,16 @@ async fn paste(prompt: &AuthorizationPrompt) -> Result<String, HostAuthError> {
     if !interactive() {
         eprintln!(
             "mcp-tools: the redirect URI {} is not a loopback http URL, so mcp-tools cannot receive the redirect, and there is no terminal to paste it into; use a redirect_uri like http://127.0.0.1:8976/callback",
-            one_line(&prompt.redirect_uri, 500)
+            escape::line(&prompt.redirect_uri, 500)
         );
         return Err("cannot receive the redirect".into());
     }
     eprintln!(
         "To authorize tenant {} for {}, open this URL in a browser:\n\n  {}\n\nThen paste here the address the browser was sent to ({}...):",
-        one_line(&prompt.tenant, 200),
-        one_line(&prompt.resource, 500),
+        escape::line(&prompt.tenant, 200),
+        escape::line(&prompt.resource, 500),
         prompt.authorization_url,
-        one_line(&prompt.redirect_uri, 500),
+        escape::line(&prompt.redirect_uri, 500),
     );
     let line = tokio::task::spawn_blocking(|| {
         let mut line = String::new();
@@ -506,6 +508,16 @@ async fn paste(prompt: &AuthorizationPrompt) -> Result<String, HostAuthError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refusal_in_the_redirect_is_shown_escaped_and_bounded() {
+        use crate::escape::hostile::{TEXT, assert_escaped};
+        let shown = refused("access_denied", TEXT);
+        assert!(shown.starts_with("the authorization server refused: access_denied x"));
+        assert_escaped(&shown);
+        let long = refused(&"e".repeat(1000), &"d".repeat(1000));
+        assert!(long.chars().count() <= 34 + 101 + 1 + 301, "{long}");
+    }
 
     #[test]
     fn loopback_redirects_are_listened_for_and_others_are_not() {

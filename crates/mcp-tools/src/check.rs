@@ -13,6 +13,7 @@ use crate::{
     cli::{CheckArgs, ReportFormat},
     diff::diff,
     discover::{discovery_failure, endpoint, token},
+    escape::escape,
     input, login, models,
     progress::Spinner,
 };
@@ -227,9 +228,9 @@ async fn live(args: &CheckArgs, loaded: &Loaded) -> Outcome {
             let Some(mcp) = binding.mcp() else { continue };
             let Some(tool) = found.tools.iter().find(|tool| tool.name == mcp.mcp_tool) else {
                 outln!(
-                    "{}: the server no longer lists {:?}",
+                    "{}: the server no longer lists \"{}\"",
                     binding.name,
-                    mcp.mcp_tool
+                    escape(&mcp.mcp_tool, false)
                 );
                 differences += 1;
                 continue;
@@ -259,17 +260,19 @@ async fn live(args: &CheckArgs, loaded: &Loaded) -> Outcome {
             let description = tool.description.clone().unwrap_or_default();
             if description != binding.description {
                 lines.push(format!(
-                    "  note: the server's description differs: {description:?}"
+                    "  note: the server's description differs: \"{}\"",
+                    escape(&description, false)
                 ));
             }
             let changed = lines.iter().any(|line| !line.starts_with("  note:"));
+            let tool = escape(&mcp.mcp_tool, false);
             if changed {
                 differences += 1;
-                outln!("{} ({}):", binding.name, mcp.mcp_tool);
+                outln!("{} ({tool}):", binding.name);
             } else if !lines.is_empty() {
-                outln!("{} ({}): schemas match", binding.name, mcp.mcp_tool);
+                outln!("{} ({tool}): schemas match", binding.name);
             } else {
-                outln!("{} ({}): matches the server", binding.name, mcp.mcp_tool);
+                outln!("{} ({tool}): matches the server", binding.name);
             }
             for line in lines {
                 outln!("{line}");
@@ -303,6 +306,10 @@ async fn live(args: &CheckArgs, loaded: &Loaded) -> Outcome {
 
 fn report(bindings: &[&ToolBinding], message: &str) {
     for binding in bindings {
-        outln!("{}: cannot compare: {message}", binding.name);
+        outln!(
+            "{}: cannot compare: {}",
+            binding.name,
+            escape(message, false)
+        );
     }
 }

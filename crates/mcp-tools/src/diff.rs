@@ -1,6 +1,9 @@
-//! A small structural diff of two JSON values, for `check --live`.
+//! A small structural diff of two JSON values, for `check --live`: lines for a person,
+//! the server's keys and values in them escaped ([`crate::escape::escape`]).
 
 use serde_json::Value;
+
+use crate::escape::escape;
 
 /// At most this many differences are listed per comparison.
 const MAX_LINES: usize = 20;
@@ -14,7 +17,7 @@ pub(crate) fn diff(old: &Value, new: &Value) -> Vec<String> {
         lines.truncate(MAX_LINES);
         lines.push(format!("  ... and {more} more"));
     }
-    lines
+    lines.iter().map(|line| escape(line, false)).collect()
 }
 
 fn join(path: &str, key: &str) -> String {
@@ -85,5 +88,19 @@ mod tests {
             ]
         );
         assert!(diff(&old, &old).is_empty());
+    }
+
+    #[test]
+    fn the_servers_keys_and_values_are_escaped() {
+        use crate::escape::hostile::{TEXT, assert_escaped};
+        let old = json!({"properties": {"a": 1}});
+        let new = json!({"properties": {"a": 1, TEXT: TEXT}});
+        let lines = diff(&old, &new);
+        assert_eq!(lines.len(), 1);
+        assert!(
+            lines[0].starts_with("+ properties.x\\u{1b}[31m"),
+            "{lines:?}"
+        );
+        assert_escaped(&lines[0]);
     }
 }

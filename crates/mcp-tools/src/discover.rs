@@ -13,6 +13,7 @@ use crate::{
     app::{CLOSE_GRACE, Exit, Outcome, out, outln},
     auth,
     cli::{DiscoverArgs, DiscoveryLimits, EraArg},
+    escape::escape,
     input, merge, models,
     progress::Spinner,
 };
@@ -201,7 +202,10 @@ pub(crate) async fn run(args: DiscoverArgs) -> Outcome {
             // Say so at the deadline; closing gets a short grace after that.
             eprintln!(
                 "mcp-tools: {}",
-                discovery_failure(&error, args.limits.discovery_timeout)
+                escape(
+                    &discovery_failure(&error, args.limits.discovery_timeout),
+                    false
+                )
             );
             if error.kind() == ErrorKind::AuthorizationRequired
                 && let Some(flags) = &login_flags
@@ -234,7 +238,8 @@ fn output(
     let chosen = choose(&listed, &args.tools, described)?;
     for name in &chosen.needs_tasks {
         eprintln!(
-            "mcp-tools: note: left out {name:?}: it requires task-augmented execution (execution.taskSupport \"required\"), which this client cannot run"
+            "mcp-tools: note: left out \"{}\": it requires task-augmented execution (execution.taskSupport \"required\"), which this client cannot run",
+            escape(name, false)
         );
     }
     let chosen: Vec<&DiscoveredTool> = chosen.indices.iter().map(|&i| &tools[i]).collect();
@@ -325,8 +330,9 @@ fn bind(
         let wanted = format!("{prefix}{}", tool.name);
         if binding.name != wanted {
             eprintln!(
-                "mcp-tools: note: tool {:?} is bound as {:?} (binding names are ^[A-Za-z0-9_-]{{1,64}}$ and unique)",
-                tool.name, binding.name
+                "mcp-tools: note: tool \"{}\" is bound as {:?} (binding names are ^[A-Za-z0-9_-]{{1,64}}$ and unique)",
+                escape(&tool.name, false),
+                binding.name
             );
         }
     }
@@ -392,13 +398,21 @@ fn choose(tools: &[Listed<'_>], names: &[String], described: &str) -> Result<Cho
         } else {
             "no tools named"
         };
+        // Names from the server (and from the command line): escaped as a person reads them.
+        let names = |names: &[&str]| {
+            names
+                .iter()
+                .map(|name| escape(name, false))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         return Err(Exit::Failed(format!(
             "{described} has {what} {}; it has: {}{more}",
-            missing.join(", "),
+            names(&missing),
             if available.is_empty() {
                 "no tools".to_owned()
             } else {
-                available.join(", ")
+                names(&available)
             }
         )));
     }
@@ -409,7 +423,8 @@ fn choose(tools: &[Listed<'_>], names: &[String], described: &str) -> Result<Cho
         };
         if needs_tasks(&tools[index]) {
             return Err(Exit::Failed(format!(
-                "{name} requires task-augmented execution (execution.taskSupport \"required\"), which this client cannot run; leave it out of -tools"
+                "{} requires task-augmented execution (execution.taskSupport \"required\"), which this client cannot run; leave it out of -tools",
+                escape(name, false)
             )));
         }
         indices.push(index);
@@ -490,6 +505,15 @@ mod tests {
                 needs_tasks: vec!["batch".into()],
             }
         );
+    }
+
+    #[test]
+    fn a_missing_tool_is_named_with_the_servers_tools_escaped() {
+        use crate::escape::hostile::{TEXT, assert_escaped};
+        let tools = [listed(TEXT, None), listed("echo", None)];
+        let message = failed(choose(&tools, &names(&[TEXT.trim_end_matches('y')]), "srv"));
+        assert!(message.starts_with("srv has no tool named x"), "{message}");
+        assert_escaped(&message);
     }
 
     #[test]

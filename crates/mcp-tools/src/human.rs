@@ -2,13 +2,17 @@
 //! error means for retrying. Pure (events in, text out), so it is snapshot-tested; the
 //! printer does the I/O.
 //!
-//! Text from a server is shown with its control characters escaped (`\u{1b}`), so a tool
-//! cannot move the cursor, recolour or retitle the terminal of the person reading it.
+//! Everything a server sent (text, structured content, names, MIME types) and every path
+//! shown goes through [`crate::escape::escape`] (`\u{1b}`), so a tool cannot move the
+//! cursor, recolour or retitle the terminal of the person reading it, or reorder or hide
+//! what they read.
 
 use std::{fmt::Write as _, path::PathBuf};
 
 use base64::Engine as _;
 use brain_tools::{ContentBlock, Delivery, ErrorKind, ProgressEvent, ResultEvent};
+
+use crate::escape::escape;
 
 /// Colour, or none.
 #[derive(Debug, Clone, Copy, Default)]
@@ -79,7 +83,7 @@ pub(crate) fn progress_text(event: &ProgressEvent) -> String {
     }
     if let Some(message) = event.message.as_deref().filter(|m| !m.is_empty()) {
         text.push(' ');
-        text.push_str(&escape_controls(message, false));
+        text.push_str(&escape(message, false));
     }
     text
 }
@@ -95,8 +99,8 @@ pub(crate) fn render(
     let mut out = String::new();
     let header = format!(
         "tool {}, call {}",
-        escape_controls(&result.header.tool, false),
-        escape_controls(&result.header.call_id, false)
+        escape(&result.header.tool, false),
+        escape(&result.header.call_id, false)
     );
     if result.is_error {
         let _ = writeln!(out, "{} {}", paint.bad("error:"), header);
@@ -145,25 +149,28 @@ pub(crate) fn render(
 
 fn block_text(block: &ContentBlock, saved: Option<&Saved>, paint: Paint) -> String {
     match block {
-        ContentBlock::Text { text } => escape_controls(text, true),
-        ContentBlock::Json { value } => {
-            serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
-        }
+        ContentBlock::Text { text } => escape(text, true),
+        // serde_json escapes C0 controls in strings, not C1 or bidirectional ones.
+        ContentBlock::Json { value } => escape(
+            &serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string()),
+            true,
+        ),
         ContentBlock::Image { mime_type, data } => {
             let size = match decode(data) {
                 Some(bytes) => size(bytes.len()),
                 None => "data that is not base64".to_owned(),
             };
-            let mut line = paint.label(&format!(
-                "[image: {}, {size}]",
-                escape_controls(mime_type, false)
-            ));
+            let mut line = paint.label(&format!("[image: {}, {size}]", escape(mime_type, false)));
             match saved {
                 Some(Saved::To(path)) => {
-                    let _ = write!(line, " saved to {}", path.display());
+                    let _ = write!(
+                        line,
+                        " saved to {}",
+                        escape(&path.display().to_string(), false)
+                    );
                 }
                 Some(Saved::Failed(why)) => {
-                    let _ = write!(line, " not saved: {why}");
+                    let _ = write!(line, " not saved: {}", escape(why, false));
                 }
                 None => {}
             }
@@ -281,49 +288,12 @@ fn number(value: f64) -> String {
     }
 }
 
-/// Control characters, and the Unicode formatting controls that reorder or hide text at a
-/// terminal (bidirectional overrides and isolates, zero-width marks), as `\u{..}` escapes;
-/// line breaks and tabs kept when `multiline`.
-pub(crate) fn escape_controls(text: &str, multiline: bool) -> String {
-    let text = if multiline {
-        text.replace("\r\n", "\n")
-    } else {
-        text.to_owned()
-    };
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        let kept = multiline && (c == '\n' || c == '\t');
-        if (c.is_control() || is_format_control(c)) && !kept {
-            let _ = write!(out, "\\u{{{:x}}}", c as u32);
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-/// Unicode format characters that change how a terminal shows the text around them:
-/// bidirectional embeddings, overrides and isolates (a "Trojan Source" reordering), the
-/// left-to-right and right-to-left marks, and zero-width characters.
-fn is_format_control(c: char) -> bool {
-    matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
-}
-
 #[cfg(test)]
 mod tests {
     use brain_tools::{CallHeader, ToolError, ToolEvent};
     use serde_json::json;
 
     use super::*;
-
-    #[test]
-    fn terminal_tricks_are_escaped() {
-        assert_eq!(
-            escape_controls("evil\u{202e}gnp.exe\u{1b}[31m", false),
-            "evil\\u{202e}gnp.exe\\u{1b}[31m"
-        );
-        assert_eq!(escape_controls("a\nb", true), "a\nb");
-    }
 
     /// A 1x1 PNG, as the testkit's `image` tool returns.
     const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
@@ -532,6 +502,28 @@ mod tests {
             unreachable!()
         };
         assert_eq!(progress_text(&progress), "0.5 a\\u{a}b\\u{1b}");
+    }
+
+    /// Structured content is JSON text for a person: serde_json leaves C1 and bidi
+    /// characters raw in strings, so it is escaped like text (keys and values).
+    #[test]
+    fn structured_content_cannot_drive_the_terminal() {
+        use crate::escape::hostile::{TEXT, assert_escaped};
+        let result = ResultEvent::new(
+            header("structured"),
+            false,
+            vec![
+                ContentBlock::json(json!({TEXT: TEXT, "list": [TEXT]})),
+                ContentBlock::image(TEXT, PNG),
+            ],
+        );
+        let saved = [None, Some(Saved::Failed(TEXT.to_owned()))];
+        let text = render(None, &result, &saved, Paint::plain());
+        assert_escaped(&text);
+        assert!(
+            text.contains("\n  \"list\": ["),
+            "still pretty JSON: {text}"
+        );
     }
 
     #[test]

@@ -14,6 +14,7 @@ use crate::{
     auth::{self, LoopbackAuthorizer, Protected},
     cli::{GrantTarget, LoginArgs, LogoutArgs},
     discover::{client, era},
+    escape::escape,
 };
 
 /// The tenant must be one the binding is for: a grant for any other would never be used.
@@ -52,19 +53,20 @@ fn expiry(at: Option<SystemTime>) -> String {
 
 /// A stored grant, in one line.
 pub(crate) fn describe(summary: &StoredGrantSummary) -> String {
+    // The issuer and the scopes are what an authorization server said.
     if summary.revoked {
         return format!(
             "issuer {}; revoked (the authorization server refused its refresh token)",
-            summary.key.issuer
+            escape(&summary.key.issuer, false)
         );
     }
     format!(
         "issuer {}; scopes {}; access token {}; {}",
-        summary.key.issuer,
+        escape(&summary.key.issuer, false),
         if summary.scopes.is_empty() {
             "(none named)".to_owned()
         } else {
-            summary.scopes.join(" ")
+            escape(&summary.scopes.join(" "), false)
         },
         expiry(summary.expires_at),
         if summary.refreshable {

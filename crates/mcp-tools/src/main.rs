@@ -9,6 +9,7 @@ mod cli;
 mod conventions;
 mod diff;
 mod discover;
+mod escape;
 mod human;
 mod input;
 mod login;

@@ -16,7 +16,7 @@ use brain_tools_config::{HostConfig, Loaded, ToolBinding};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::app::Exit;
+use crate::{app::Exit, escape::escape};
 
 /// What the merge does to one binding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -406,11 +406,14 @@ pub(crate) fn summary(plan: &Plan, shown: &str) -> String {
         let _ = writeln!(
             out,
             "{kind:<9}  tools[{}] {:<width$}  (mcp_tool {})",
-            change.index, change.name, change.mcp_tool
+            change.index,
+            escape(&change.name, false),
+            escape(&change.mcp_tool, false)
         );
     }
     let count = |kind| plan.changes.iter().filter(|c| c.kind == kind).count();
     let total = plan.loaded.config.tools.len();
+    let shown = escape(shown, false);
     let _ = writeln!(
         out,
         "{shown}: {}{} added, {} replaced, {} unchanged; {total} binding{} in all",
@@ -532,6 +535,24 @@ mod tests {
             summary(&plan, "host.json"),
             "added      tools[1] docs_fetch  (mcp_tool fetch)\nhost.json: 1 added, 0 replaced, 0 unchanged; 2 bindings in all\n"
         );
+    }
+
+    #[test]
+    fn the_summary_escapes_the_servers_tool_names() {
+        use crate::escape::hostile::{TEXT, assert_escaped};
+        let plan = plan(
+            Some(CONFIG.as_bytes()),
+            "host.json",
+            &[binding("docs_fetch", TEXT)],
+            false,
+        )
+        .unwrap();
+        let shown = summary(&plan, "host.json");
+        assert!(
+            shown.starts_with("added      tools[1] docs_fetch  (mcp_tool x\\u{1b}"),
+            "{shown}"
+        );
+        assert_escaped(&shown);
     }
 
     #[test]

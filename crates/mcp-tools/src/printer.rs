@@ -7,17 +7,16 @@
 //! drops it. A dedicated thread owns stdout (and the progress bar on stderr) and writes.
 //!
 //! At the end, [`Printer::finish`] waits for the result to be written and flushed. It
-//! waits as long as stdout keeps taking bytes, and gives up when stdout has taken none
-//! for [`STALL`]: a reader that has stopped reading cannot hold the process forever.
+//! gives up only when the writer has been blocked in one write to stdout for [`STALL`]:
+//! a reader that has stopped reading cannot hold the process forever. Time spent before a
+//! write (encoding a large result, saving its images) is not a stall, however long: the
+//! result is never dropped while the reader reads.
 
 use std::{
     collections::VecDeque,
     io::Write,
     path::{Path, PathBuf},
-    sync::{
-        Arc, Condvar, Mutex, MutexGuard, PoisonError,
-        atomic::{AtomicU64, Ordering},
-    },
+    sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError},
     thread::JoinHandle,
     time::{Duration, Instant},
 };
@@ -25,6 +24,7 @@ use std::{
 use brain_tools::{ContentBlock, EventSink, ProgressEvent, ResultEvent, ToolEvent};
 
 use crate::{
+    escape::escape,
     human::{self, Paint, ProgressSeen, Saved},
     progress::CallBar,
 };
@@ -32,8 +32,10 @@ use crate::{
 /// Progress updates queued for the writer at most; past this the oldest is dropped.
 pub(crate) const QUEUE: usize = 128;
 
-/// How long stdout may take no byte at all before `finish` gives up on it.
+/// How long one write to stdout may stay blocked before `finish` gives up on it.
 pub(crate) const STALL: Duration = Duration::from_secs(2);
+/// How often `finish` looks at the writer, at most.
+const POLL: Duration = Duration::from_millis(100);
 
 /// Writes go to stdout in pieces of at most this many bytes, so that a slow reader's
 /// progress is seen.
@@ -70,13 +72,29 @@ struct State {
 struct Shared {
     state: Mutex<State>,
     changed: Condvar,
-    /// Bytes stdout has taken.
-    written: AtomicU64,
+    /// Since when the writer has been blocked in its current write to stdout (one piece
+    /// of at most [`CHUNK`] bytes); `None` while it is not writing.
+    writing_since: Mutex<Option<Instant>>,
 }
 
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn set_writing(&self, since: Option<Instant>) {
+        *self
+            .writing_since
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = since;
+    }
+
+    /// How long the writer has been blocked in its current write, at `now`.
+    fn blocked_for(&self, now: Instant) -> Duration {
+        self.writing_since
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .map_or(Duration::ZERO, |since| now.saturating_duration_since(since))
     }
 }
 
@@ -141,40 +159,42 @@ impl Printer {
         Sink(self.shared.clone())
     }
 
-    /// Waits until the result is written and flushed, as long as stdout keeps taking
-    /// bytes; gives up once it has taken none for `stall`.
-    pub(crate) fn finish(mut self, stall: Duration) -> Result<(), String> {
-        let mut state = self.shared.lock();
-        let mut seen = self.shared.written.load(Ordering::Relaxed);
-        let mut moved = Instant::now();
-        let done = loop {
-            if let Some(done) = state.done.take() {
-                break done;
+    /// Waits until the result is written and flushed; gives up once one write to
+    /// stdout has been blocked for `stall`.
+    pub(crate) fn finish(self, stall: Duration) -> Result<(), String> {
+        self.finish_at(stall, Instant::now)
+    }
+
+    /// [`Self::finish`], reading the time from `now`.
+    fn finish_at(
+        mut self,
+        stall: Duration,
+        mut now: impl FnMut() -> Instant,
+    ) -> Result<(), String> {
+        let (done, dropped) = loop {
+            let mut state = self.shared.lock();
+            if state.done.is_none() {
+                state = self
+                    .shared
+                    .changed
+                    .wait_timeout(state, stall.min(POLL))
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0;
             }
-            let wait = stall
-                .saturating_sub(moved.elapsed())
-                .min(Duration::from_millis(100));
-            state = self
-                .shared
-                .changed
-                .wait_timeout(state, wait)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-            let written = self.shared.written.load(Ordering::Relaxed);
-            if written != seen {
-                seen = written;
-                moved = Instant::now();
-            } else if moved.elapsed() >= stall && state.done.is_none() {
+            if let Some(done) = state.done.take() {
+                break (done, state.dropped);
+            }
+            drop(state);
+            // A writer blocked in a write cannot be done meanwhile: it says so after.
+            if self.shared.blocked_for(now()) >= stall {
                 // The thread is stuck in a write; the process exits without it.
                 self.thread.take();
                 return Err(format!(
-                    "stdout took nothing for {} s; gave up before the result was written",
+                    "stdout took nothing for {} s while the result was being written; gave up",
                     stall.as_secs()
                 ));
             }
         };
-        let dropped = state.dropped;
-        drop(state);
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
@@ -266,10 +286,18 @@ impl<W: Write> Writer<W> {
                 for (index, saved) in saved.iter().enumerate() {
                     match saved {
                         Some(Saved::To(path)) => {
-                            eprintln!("mcp-tools: block {} saved to {}", index + 1, path.display());
+                            eprintln!(
+                                "mcp-tools: block {} saved to {}",
+                                index + 1,
+                                escape(&path.display().to_string(), false)
+                            );
                         }
                         Some(Saved::Failed(why)) => {
-                            eprintln!("mcp-tools: block {} not saved: {why}", index + 1);
+                            eprintln!(
+                                "mcp-tools: block {} not saved: {}",
+                                index + 1,
+                                escape(why, false)
+                            );
                         }
                         None => {}
                     }
@@ -294,15 +322,14 @@ impl<W: Write> Writer<W> {
             .map_err(|error| format!("cannot write the result to stdout: {error}"))
     }
 
-    /// Writes in pieces, counting what stdout has taken.
+    /// Writes in pieces, each timed while it is blocked.
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
-        for chunk in bytes.chunks(CHUNK) {
-            self.out.write_all(chunk)?;
-            self.shared
-                .written
-                .fetch_add(chunk.len() as u64, Ordering::Relaxed);
-        }
-        Ok(())
+        let written = bytes.chunks(CHUNK).try_for_each(|chunk| {
+            self.shared.set_writing(Some(Instant::now()));
+            self.out.write_all(chunk)
+        });
+        self.shared.set_writing(None);
+        written
     }
 }
 
@@ -326,17 +353,60 @@ fn save_images(dir: &Path, result: &ResultEvent) -> Vec<Option<Saved>> {
             let Some(bytes) = human::decode(data) else {
                 return Some(Saved::Failed("the data is not base64".into()));
             };
-            let path = dir.join(human::image_file_name(
-                &result.header.call_id,
-                index,
-                mime_type,
-            ));
-            Some(match std::fs::write(&path, bytes) {
-                Ok(()) => Saved::To(path),
-                Err(error) => Saved::Failed(format!("cannot write {}: {error}", path.display())),
+            let name = human::image_file_name(&result.header.call_id, index, mime_type);
+            Some(match save_new(dir, &name, &bytes) {
+                Ok(path) => Saved::To(path),
+                Err(error) => Saved::Failed(format!(
+                    "cannot write {}: {error}",
+                    dir.join(&name).display()
+                )),
             })
         })
         .collect()
+}
+
+/// How many names one image tries before giving up: `NAME`, then `STEM_2.EXT` to this.
+const MAX_NAME_TRIES: usize = 1000;
+
+/// Writes `bytes` to a new file in `dir`: `name`, or when that is taken `STEM_2.EXT`,
+/// `STEM_3.EXT`, ... Each file is created exclusively (`O_CREAT | O_EXCL`): an existing
+/// file is never replaced, and a symbolic link planted at the name is never followed
+/// (exclusive creation fails on a link, dangling or not). A file whose write fails is
+/// removed. Returns the path written.
+fn save_new(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
+    let (stem, extension) = name.rsplit_once('.').unwrap_or((name, ""));
+    for attempt in 1..=MAX_NAME_TRIES {
+        let candidate = match attempt {
+            1 => name.to_owned(),
+            n if extension.is_empty() => format!("{stem}_{n}"),
+            n => format!("{stem}_{n}.{extension}"),
+        };
+        let path = dir.join(candidate);
+        let mut file = match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(file) => file,
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(error) => return Err(error),
+        };
+        return match file.write_all(bytes).and_then(|()| file.sync_all()) {
+            Ok(()) => Ok(path),
+            Err(error) => {
+                drop(file);
+                let _ = std::fs::remove_file(&path);
+                Err(error)
+            }
+        };
+    }
+    Err(std::io::Error::new(
+        std::io::ErrorKind::AlreadyExists,
+        format!(
+            "{name} and {} other names for it are taken",
+            MAX_NAME_TRIES - 1
+        ),
+    ))
 }
 
 #[cfg(test)]
@@ -428,6 +498,71 @@ mod tests {
         let error = printer.finish(Duration::from_millis(300)).unwrap_err();
         assert!(error.starts_with("stdout took nothing for"), "{error}");
         assert!(started.elapsed() < Duration::from_secs(3));
+    }
+
+    /// A name that is taken, by a file or by a symbolic link (to a file of the user's, or
+    /// dangling), is never written through: the image gets the next free name, and that
+    /// name is the one reported.
+    #[cfg(unix)]
+    #[test]
+    fn saved_images_never_replace_a_file_or_follow_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let precious = dir.path().join("precious.txt");
+        std::fs::write(&precious, "keep me").unwrap();
+        std::os::unix::fs::symlink(&precious, dir.path().join("c1-1.png")).unwrap();
+        std::fs::write(dir.path().join("c1-1_2.png"), "an older image").unwrap();
+        std::os::unix::fs::symlink(dir.path().join("nowhere"), dir.path().join("c1-1_3.png"))
+            .unwrap();
+        let png = "iVBORw0KGgo=";
+        let result = ResultEvent::new(header(), false, vec![ContentBlock::image("image/png", png)]);
+        let saved = save_images(dir.path(), &result);
+        let expected = dir.path().join("c1-1_4.png");
+        assert_eq!(saved, [Some(Saved::To(expected.clone()))]);
+        assert_eq!(
+            std::fs::read(&expected).unwrap(),
+            human::decode(png).unwrap()
+        );
+        assert_eq!(std::fs::read_to_string(&precious).unwrap(), "keep me");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("c1-1_2.png")).unwrap(),
+            "an older image"
+        );
+        assert!(
+            !dir.path().join("nowhere").exists(),
+            "the dangling link made nothing"
+        );
+        // Saving again takes the next name.
+        let again = save_images(dir.path(), &result);
+        assert_eq!(again, [Some(Saved::To(dir.path().join("c1-1_5.png")))]);
+    }
+
+    /// Time before the result's first write (a large result being encoded or saved; here,
+    /// a result that comes late) is not a stall, however long it lasts: `finish` waits,
+    /// on a clock that runs ten seconds per look, and the result is written whole.
+    #[test]
+    fn only_time_blocked_in_a_write_counts_as_a_stall() {
+        let taken = Arc::new(Mutex::new(Vec::new()));
+        let (open, gate) = mpsc::channel();
+        let out = Gate {
+            open: gate,
+            taken: taken.clone(),
+            blocked: false,
+        };
+        drop(open);
+        let printer = Printer::start(Style::Json, None, out).unwrap();
+        let sink = printer.sink();
+        let start = Instant::now();
+        let mut looks = 0u32;
+        let clock = move || {
+            looks += 1;
+            if looks == 20 {
+                sink.emit(result());
+            }
+            start + Duration::from_secs(10) * looks
+        };
+        printer.finish_at(Duration::from_millis(1), clock).unwrap();
+        let text = String::from_utf8(taken.lock().unwrap().clone()).unwrap();
+        assert!(text.contains("\"tool.result\""), "{text}");
     }
 
     #[test]

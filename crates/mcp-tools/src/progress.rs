@@ -42,7 +42,7 @@ impl Spinner {
         }
         let bar = ProgressBar::with_draw_target(None, stderr_target())
             .with_style(style("{spinner} {wide_msg} {elapsed}"))
-            .with_message(human::escape_controls(&message, false));
+            .with_message(crate::escape::escape(&message, false));
         bar.enable_steady_tick(TICK);
         Self(Some(bar))
     }

@@ -29,6 +29,8 @@ const GRACE: Duration = Duration::from_millis(1500);
 const SHORT: u64 = 2;
 /// The token every HTTP binding sends; it must never show up anywhere.
 pub(crate) const TOKEN: &str = "sk-brain-secret-7f3a9c21";
+/// The client secret of the OAuth rows; it must never show up anywhere either.
+pub(crate) const CLIENT_SECRET: &str = "cs-brain-secret-4e1d0b77";
 
 /// One row of the matrix.
 struct Row {
@@ -222,6 +224,11 @@ struct Fixtures {
     scripted: BTreeMap<&'static str, Scripted>,
     elsewhere: Scripted,
     redirecting: wiremock::MockServer,
+    /// Refuses every POST, each path its own way (see `Fixtures::start`).
+    refusing: wiremock::MockServer,
+    /// OAuth resource and authorization servers, by what their authorization server
+    /// does wrong.
+    oauth: BTreeMap<&'static str, brain_mcp_testkit::oauth::Servers>,
     pidfile: PathBuf,
     setsid_pidfile: PathBuf,
     setsid_dying_pidfile: PathBuf,
@@ -345,6 +352,48 @@ fn scripted_answers() -> Vec<(&'static str, bool, CallAnswer)> {
             }),
         ),
         ("accepted", legacy, Arc::new(|_| ResponseTemplate::new(202))),
+        // JSON-RPC errors that prove the tool did not run: over legacy HTTP in a 200, and
+        // as 2026-07-28 sends them, with an HTTP status.
+        (
+            "method_not_found",
+            legacy,
+            Arc::new(|request| {
+                ResponseTemplate::new(200).set_body_json(json!({
+                    "jsonrpc": "2.0", "id": request["id"],
+                    "error": {"code": -32601, "message": "Method not found"}
+                }))
+            }),
+        ),
+        (
+            "missing_capability_2026",
+            modern,
+            Arc::new(|request| {
+                ResponseTemplate::new(400).set_body_json(json!({
+                    "jsonrpc": "2.0", "id": request["id"],
+                    "error": {"code": -32021, "message": "Missing required client capability",
+                              "data": {"requiredCapabilities": {"elicitation": {}}}}
+                }))
+            }),
+        ),
+        // A number past every clock where a server may put one.
+        (
+            "retry_after_forever",
+            legacy,
+            Arc::new(|_| {
+                ResponseTemplate::new(429).insert_header("retry-after", "18446744073709551616")
+            }),
+        ),
+        (
+            "sse_retry_forever",
+            legacy,
+            Arc::new(|request| {
+                let id = &request["id"];
+                ResponseTemplate::new(200).set_event_stream(format!(
+                    "id: 1\nretry: 99999999999999999999999999\ndata: \n\n\
+                     data: {{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":\"ok\"}}]}}}}\n\n"
+                ))
+            }),
+        ),
         (
             "notification_2026",
             modern,
@@ -455,6 +504,57 @@ impl Fixtures {
             )
             .mount(&redirecting)
             .await;
+        let refusing = answering(wiremock::MockServer::start().await).await;
+        for (at, answer) in [
+            // The server's reason, holding the token the request carried.
+            (
+                "/reason/mcp",
+                ResponseTemplate::new(403).set_body_string(format!(
+                    "Access is only allowed at localhost:8080, not with {TOKEN}"
+                )),
+            ),
+            // No session exists yet: the URL is wrong, not a session.
+            ("/gone/mcp", ResponseTemplate::new(404)),
+            // The old HTTP+SSE transport: a GET-only event stream.
+            (
+                "/sse",
+                ResponseTemplate::new(405).insert_header("allow", "GET"),
+            ),
+        ] {
+            wiremock::Mock::given(wiremock::matchers::method("POST"))
+                .and(wiremock::matchers::path(at))
+                .respond_with(answer)
+                .mount(&refusing)
+                .await;
+        }
+        let mut oauth = BTreeMap::new();
+        for (name, patch) in [
+            // Plain http off this machine: the client secret would cross a network.
+            (
+                "plain_http",
+                json!({"token_endpoint": "http://as.example.invalid/token"}),
+            ),
+            ("mac", json!({})),
+            ("no_token", json!({})),
+            (
+                "issuer",
+                json!({"issuer": "https://other-issuer.example.com"}),
+            ),
+        ] {
+            let servers = brain_mcp_testkit::oauth::Servers::start().await;
+            let state = &servers.auth.state;
+            brain_mcp_testkit::oauth::lock(&state.metadata_patch)
+                .extend(patch.as_object().cloned().unwrap_or_default());
+            match name {
+                "mac" => *brain_mcp_testkit::oauth::lock(&state.token_type) = "mac".into(),
+                "no_token" => {
+                    *brain_mcp_testkit::oauth::lock(&state.token_answer) =
+                        Some((200, r#"{"token_type":"Bearer","expires_in":3600}"#.into()));
+                }
+                _ => {}
+            }
+            oauth.insert(name, servers);
+        }
         let file = |what: &str| {
             std::env::temp_dir().join(format!("brain-matrix-{}-{what}", std::process::id()))
         };
@@ -466,6 +566,8 @@ impl Fixtures {
             scripted,
             elsewhere,
             redirecting,
+            refusing,
+            oauth,
             pidfile: file("grandchild.pid"),
             setsid_pidfile: file("setsid.pid"),
             setsid_dying_pidfile: file("setsid-dying.pid"),
@@ -476,6 +578,19 @@ impl Fixtures {
 
     fn url(&self, name: &str) -> String {
         self.scripted[name].url()
+    }
+
+    fn refusing(&self, at: &str) -> String {
+        format!("{}{at}", self.refusing.uri())
+    }
+
+    /// A binding of the OAuth resource server `name` with a client credentials grant.
+    fn oauth(&self, name: &str) -> Value {
+        json!({
+            "url": self.oauth[name].url(), "mcp_tool": "echo", "timeout_seconds": 10,
+            "auth": {"type": "client_credentials", "client_id": "matrix-client",
+                     "client_secret_env": "MATRIX_CLIENT_SECRET"}
+        })
     }
 
     /// `tools/call` requests each scripted server received so far.
@@ -625,7 +740,7 @@ fn rows(fx: &Fixtures, servers: &Servers) -> Vec<Row> {
             "legacy",
             http(&fx.url("rpc_error"), "echo"),
             json!({}),
-            e(Protocol, Unknown),
+            e(Protocol, Delivered),
         ),
         row(
             "a response with the wrong id",
@@ -703,7 +818,7 @@ fn rows(fx: &Fixtures, servers: &Servers) -> Vec<Row> {
             "legacy",
             http(&fx.url("echo_error"), "echo"),
             json!({}),
-            e(Protocol, Unknown),
+            e(Protocol, Delivered),
         )
         .contains("bad token <redacted>"),
         row(
@@ -1110,6 +1225,135 @@ fn rows(fx: &Fixtures, servers: &Servers) -> Vec<Row> {
             json!({"message": "x"}),
             None,
         ),
+        // JSON-RPC errors that prove the tool did not run (the server received the call
+        // and refused it before processing it).
+        row(
+            "a JSON-RPC -32601 to the call",
+            "http",
+            "legacy",
+            http(&fx.url("method_not_found"), "echo"),
+            json!({}),
+            e(Protocol, NotSent),
+        )
+        .contains("refused the call before running it with JSON-RPC error -32601"),
+        row(
+            "a JSON-RPC -32602 to the call (an unknown tool)",
+            "http",
+            "2026-07-28",
+            http(modern, "rpc_error"),
+            json!({"code": -32602, "message": "unknown tool: nope"}),
+            e(Protocol, NotSent),
+        )
+        .contains("-32602 (invalid params): unknown tool: nope"),
+        row(
+            "HTTP 400 carrying a JSON-RPC -32021 (missing capability)",
+            "http",
+            "2026-07-28",
+            http(&fx.url("missing_capability_2026"), "echo"),
+            json!({}),
+            e(Protocol, NotSent),
+        )
+        .contains("-32021 (missing required client capability)"),
+        // What a refusing status says.
+        row(
+            "403 with a reason that echoes the token",
+            "http",
+            "-",
+            http(&fx.refusing("/reason/mcp"), "echo"),
+            json!({}),
+            e(HttpStatus, NotSent),
+        )
+        .contains("saying \\\"Access is only allowed at localhost:8080, not with <redacted>"),
+        row(
+            "404 before any session exists",
+            "http",
+            "-",
+            http(&fx.refusing("/gone/mcp"), "echo"),
+            json!({}),
+            e(HttpStatus, NotSent),
+        )
+        .contains("(not found: check that the URL is the server's MCP endpoint)"),
+        row(
+            "a GET-only /sse endpoint of the old HTTP+SSE transport",
+            "http",
+            "-",
+            http(&fx.refusing("/sse"), "echo"),
+            json!({}),
+            e(HttpStatus, NotSent),
+        )
+        .contains("old HTTP+SSE transport"),
+        // Numbers past every clock.
+        row(
+            "429 whose Retry-After is past every clock",
+            "http",
+            "legacy",
+            http(&fx.url("retry_after_forever"), "echo"),
+            json!({}),
+            e(HttpStatus, Unknown),
+        ),
+        row(
+            "an SSE retry past every clock, then the result",
+            "http",
+            "legacy",
+            http(&fx.url("sse_retry_forever"), "echo"),
+            json!({}),
+            None,
+        ),
+        row(
+            "exits before the handshake, saying why a few lines up",
+            "stdio",
+            "legacy",
+            stdio(
+                &[
+                    "--stderr-line",
+                    "error: cannot open /srv/notes.sqlite (--db-path): permission denied",
+                    "--stderr-line",
+                    "exiting",
+                    "--exit-before-handshake",
+                ],
+                "echo",
+            ),
+            json!({}),
+            e(Connect, NotSent),
+        )
+        .contains("cannot open /srv/notes.sqlite (--db-path): permission denied | exiting"),
+        // Authorization servers that lie (client credentials).
+        row(
+            "a token endpoint at plain http off this machine",
+            "http",
+            "2026-07-28",
+            fx.oauth("plain_http"),
+            json!({}),
+            e(AuthorizationFailed, NotSent),
+        )
+        .contains("plain http"),
+        row(
+            "a token of type mac",
+            "http",
+            "2026-07-28",
+            fx.oauth("mac"),
+            json!({}),
+            e(AuthorizationFailed, NotSent),
+        )
+        .contains("another type than Bearer"),
+        row(
+            "a token answer without an access token",
+            "http",
+            "2026-07-28",
+            fx.oauth("no_token"),
+            json!({}),
+            e(AuthorizationFailed, NotSent),
+        )
+        .contains("no usable token"),
+        row(
+            "authorization server metadata that names another issuer",
+            "http",
+            "2026-07-28",
+            fx.oauth("issuer"),
+            json!({}),
+            e(AuthorizationFailed, NotSent),
+        )
+        .contains("RFC 8414"),
     ]
 }
 
@@ -1177,12 +1421,14 @@ async fn run_row(
         reached += (a - b) as u64;
     }
     // `not_sent` is a promise that the tool did not run: the server saw no call, or
-    // refused it with a status before running it.
+    // refused it before running it, with a status or a JSON-RPC error that says so.
     if let Some(error) = &result.error
         && error.delivery == Delivery::NotSent
     {
         assert!(
-            reached == 0 || error.kind == ErrorKind::HttpStatus,
+            reached == 0
+                || error.kind == ErrorKind::HttpStatus
+                || error.message.contains("refused the call before running it"),
             "row {i} ({}): not_sent, but the server received the tools/call",
             row.fault
         );
@@ -1252,6 +1498,7 @@ pub(crate) async fn run(servers: &Servers) -> Ran {
         .token_source(|name| match name {
             "MATRIX_TOKEN" => Some(TOKEN.to_owned()),
             "MATRIX_NEWLINE_TOKEN" => Some(format!("{TOKEN}\nX-Injected: 1")),
+            "MATRIX_CLIENT_SECRET" => Some(CLIENT_SECRET.to_owned()),
             _ => None,
         })
         .build()
@@ -1475,20 +1722,18 @@ async fn the_token_appears_nowhere() {
         "the capture works"
     );
     assert!(logs.contains(" TRACE "), "trace level was captured");
-    if let Some(line) = logs.lines().find(|line| line.contains(TOKEN)) {
+    let secret = |text: &str| [TOKEN, CLIENT_SECRET].iter().any(|s| text.contains(s));
+    if let Some(line) = logs.lines().find(|line| secret(line)) {
         panic!("a log line holds the token: {line}");
     }
     for event in &ran.events {
+        assert!(!secret(&event.to_json_line()), "an event holds the token");
         assert!(
-            !event.to_json_line().contains(TOKEN),
-            "an event holds the token"
-        );
-        assert!(
-            !format!("{event:?}").contains(TOKEN),
+            !secret(&format!("{event:?}")),
             "an event's Debug holds the token"
         );
     }
     for debug in &ran.debug {
-        assert!(!debug.contains(TOKEN), "Debug output holds the token");
+        assert!(!secret(debug), "Debug output holds the token");
     }
 }

@@ -14,7 +14,7 @@ use std::{
 use brain_mcp_testkit::HttpFault;
 use brain_tools::{CallScope, ClientOptions, EraPreference, McpClient, ToolHost};
 use brain_tools_config::HostConfig;
-use brain_tools_events::{ContentBlock, ToolEvent};
+use brain_tools_events::{ContentBlock, Delivery, ToolEvent};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -70,6 +70,14 @@ fn expected(tool: &str) -> &'static str {
         "echoed" => "ok",
         "not_an_answer" | "not_a_result" | "accepted_only" | "bad_event_id" => "protocol",
         "many_blocks" => "output_too_large",
+        // And: one refuses the call with a JSON-RPC error that proves it did not run (so
+        // not_sent), one refuses it with a 403 whose reason echoes the token (quoted,
+        // hidden), one asks for an SSE retry past every clock before its result, and a
+        // stdio server exits before its handshake after saying why on stderr.
+        "refused_rpc" => "protocol",
+        "reason_403" => "http_status",
+        "retry_forever" => "ok",
+        "stderr_exit" => "connect",
         _ => "?",
     }
 }
@@ -127,6 +135,25 @@ async fn soak() {
         json_answer(json!({"jsonrpc": "2.0", "id": request["id"], "result": {"content": blocks}}))
     }))
     .await;
+    let refused_rpc = Quiet::start(Arc::new(move |request| {
+        json_answer(json!({"jsonrpc": "2.0", "id": request["id"],
+            "error": {"code": -32602, "message": "unknown tool: echo"}}))
+    }))
+    .await;
+    let reason_403 = Quiet::start(Arc::new(|_| {
+        (403, "text/plain", format!("denied for {SOAK_TOKEN}"))
+    }))
+    .await;
+    let retry_forever = Quiet::start(Arc::new(|request| {
+        let answer = json!({"jsonrpc": "2.0", "id": request["id"],
+            "result": {"content": [{"type": "text", "text": "ok"}]}});
+        (
+            200,
+            "text/event-stream",
+            format!("id: 1\nretry: 99999999999999999999999999\ndata: \n\ndata: {answer}\n\n"),
+        )
+    }))
+    .await;
     let binding = |name: &str, server: Value, tool: &str| {
         let mut binding = json!({"name": name, "input_schema": {"type": "object"}, "mcp_tool": tool,
                                  "tenants": ["local"], "timeout_seconds": 10});
@@ -174,6 +201,20 @@ async fn soak() {
         binding("accepted_only", url(accepted_only.url()), "echo"),
         binding("bad_event_id", url(bad_event_id.url()), "echo"),
         binding("many_blocks", url(many_blocks.url()), "echo"),
+        binding("refused_rpc", url(refused_rpc.url()), "echo"),
+        binding(
+            "reason_403",
+            json!({"url": reason_403.url(), "token_env": "SOAK_TOKEN"}),
+            "echo",
+        ),
+        binding("retry_forever", url(retry_forever.url()), "echo"),
+        binding(
+            "stderr_exit",
+            json!({"command": {"program": stdio, "args": [
+                "--stderr-line", "error: cannot open /srv/notes.sqlite (--db-path)",
+                "--stderr-line", "exiting", "--exit-before-handshake"]}}),
+            "echo",
+        ),
         binding("cancelled_legacy", url(legacy_url.clone()), "sleep"),
         binding("cancelled_modern", url(modern_url.clone()), "sleep"),
     ];
@@ -218,7 +259,7 @@ async fn soak() {
                 let roll = dice.roll(100);
                 let (tool, arguments, cancel_after) = match roll {
                     0..5 => {
-                        const FAULTS: [&str; 12] = [
+                        const FAULTS: [&str; 16] = [
                             "unauthorized",
                             "garbled",
                             "dropped",
@@ -231,6 +272,10 @@ async fn soak() {
                             "accepted_only",
                             "bad_event_id",
                             "many_blocks",
+                            "refused_rpc",
+                            "reason_403",
+                            "retry_forever",
+                            "stderr_exit",
                         ];
                         let tool = FAULTS[dice.roll(FAULTS.len() as u64) as usize];
                         let arguments = match tool {
@@ -317,12 +362,31 @@ async fn soak() {
                         "call {i}"
                     );
                 }
+                let error = result.error.as_ref();
+                let message = error.map_or("", |error| error.message.as_str());
+                match tool {
+                    "refused_rpc" => assert_eq!(
+                        error.map(|error| error.delivery),
+                        Some(Delivery::NotSent),
+                        "call {i}: {message}"
+                    ),
+                    "reason_403" => assert!(
+                        message.contains("saying \"denied for <redacted>\""),
+                        "call {i}: {message}"
+                    ),
+                    "stderr_exit" => assert!(
+                        message.contains("(--db-path) | exiting"),
+                        "call {i}: {message}"
+                    ),
+                    _ => {}
+                }
                 *counts
                     .lock()
                     .unwrap()
                     .entry(match tool {
                         "echoed" | "not_an_answer" | "not_a_result" | "accepted_only"
-                        | "bad_event_id" | "many_blocks" => tool,
+                        | "bad_event_id" | "many_blocks" | "refused_rpc" | "reason_403"
+                        | "retry_forever" | "stderr_exit" => tool,
                         _ if kind == "ok" => "ok",
                         _ => expected(tool),
                     })

@@ -5,7 +5,9 @@
 //! `--spawn-grandchild PIDFILE` (start `sleep 1000` in our process group, write its pid),
 //! `--spawn-setsid-grandchild PIDFILE` (the same in a session of its own, out of our process group, holding our
 //! stdout and stderr), `--exit-mid-call`; and `--env-file FILE` (write the names of the environment variables we
-//! were started with, one per line); `--pid-log FILE` (append our own pid to FILE, one line per process).
+//! were started with, one per line); `--pid-log FILE` (append our own pid to FILE, one line per process);
+//! `--stderr-line TEXT` (write TEXT to stderr at once) and `--stderr-env NAME` (write `NAME=value` of that
+//! variable), before the flags after them: with `--exit-before-handshake`, a server that says why it fails.
 //! Env `TESTKIT_COUNTERS=FILE`: keep the counters there as JSON (see `brain_mcp_testkit::read_counters_file`).
 
 use std::path::PathBuf;
@@ -15,7 +17,8 @@ use brain_mcp_testkit::{Era, StdioOptions, serve_stdio};
 
 const USAGE: &str = "usage: brain-mcp-testkit-stdio [--era legacy|modern|both] [--page-size N] [--extra-tools N] \
 [--exit-before-handshake] [--garbage-stdout] [--flood-stderr] [--ignore-stdin-close] \
-[--spawn-grandchild PIDFILE] [--spawn-setsid-grandchild PIDFILE] [--exit-mid-call] [--env-file FILE] [--pid-log FILE]";
+[--spawn-grandchild PIDFILE] [--spawn-setsid-grandchild PIDFILE] [--exit-mid-call] [--env-file FILE] [--pid-log FILE] \
+[--stderr-line TEXT] [--stderr-env NAME]";
 
 fn main() -> ExitCode {
     match run() {
@@ -48,6 +51,11 @@ fn run() -> Result<ExitCode, String> {
             "--page-size" => options.page_size = Some(number(&mut args, "--page-size")?),
             "--extra-tools" => options.extra_tools = number(&mut args, "--extra-tools")?,
             "--exit-before-handshake" => return Ok(ExitCode::from(3)),
+            "--stderr-line" => eprintln!("{}", value(&mut args, "--stderr-line")?),
+            "--stderr-env" => {
+                let name = value(&mut args, "--stderr-env")?;
+                eprintln!("{name}={}", std::env::var(&name).unwrap_or_default());
+            }
             "--garbage-stdout" => options.garbage_stdout = true,
             "--flood-stderr" => options.flood_stderr = true,
             "--ignore-stdin-close" => options.ignore_stdin_close = true,

@@ -53,6 +53,24 @@ pub(crate) fn token_refused(status: u16, body: &str) -> CallError {
     ))
 }
 
+/// The error for a failed discovery of the authorization server's metadata. There an
+/// issuer that does not match is the metadata's own (RFC 8414 section 3.3: the issuer
+/// the metadata names must be the one its well-known address was built from), not the
+/// authorization response's (RFC 9207), which is what rmcp's same error means elsewhere.
+pub(crate) fn from_discovery(error: &AuthError) -> CallError {
+    match error {
+        // Both issuers are servers' text: not repeated.
+        AuthError::AuthorizationServerMismatch { .. } => failed(
+            "the authorization server's metadata names another issuer than the one its \
+             address was built from (RFC 8414 section 3.3)",
+        ),
+        AuthError::AuthorizationServerMissingIssuer { .. } => {
+            failed("the authorization server's metadata names no issuer (RFC 8414 section 3.3)")
+        }
+        _ => from_auth(error),
+    }
+}
+
 /// The error for one of rmcp's.
 pub(crate) fn from_auth(error: &AuthError) -> CallError {
     match error {
@@ -94,6 +112,11 @@ pub(crate) fn from_auth(error: &AuthError) -> CallError {
         AuthError::RegistrationFailed(text) => {
             failed(with_code("dynamic client registration failed", text))
         }
+        // rmcp's own check, before a client assertion is signed: nothing was sent.
+        AuthError::ClientCredentialsError(text) if text.contains("HTTPS is required") => failed(
+            "the authorization server's token endpoint is not https, so the client \
+                 assertion was not sent",
+        ),
         AuthError::TokenExchangeFailed(text) | AuthError::ClientCredentialsError(text) => {
             failed(with_code("the token endpoint refused the request", text))
         }
@@ -167,14 +190,20 @@ mod tests {
             assert_eq!(mapped.kind(), ErrorKind::AuthorizationRequired);
             assert!(!mapped.detail().contains("LEAKED"), "{mapped}");
         }
-        let mismatch = from_auth(&AuthError::AuthorizationServerMismatch {
+        let mismatch = || AuthError::AuthorizationServerMismatch {
             expected_issuer: "https://as.example".into(),
             received_issuer: "https://evil.example".into(),
-        });
-        assert!(
-            !mismatch.detail().contains("evil") && mismatch.detail().contains("RFC 9207"),
-            "{mismatch}"
-        );
+        };
+        // In an authorization response (RFC 9207), and in discovered metadata (RFC 8414).
+        for (mapped, rfc) in [
+            (from_auth(&mismatch()), "RFC 9207"),
+            (from_discovery(&mismatch()), "RFC 8414"),
+        ] {
+            assert!(
+                !mapped.detail().contains("evil") && mapped.detail().contains(rfc),
+                "{mapped}"
+            );
+        }
         assert_eq!(
             from_ema(&EmaError::InvalidGrant(EmaExchangeStage::IdentityProvider)).kind(),
             ErrorKind::AuthorizationRequired

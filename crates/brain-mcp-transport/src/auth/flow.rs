@@ -16,9 +16,9 @@ use std::{
 
 use oauth2::TokenResponse;
 use rmcp::transport::auth::{
-    AuthorizationManager, AuthorizationMetadata, AuthorizationRequest, AuthorizationSession,
-    ClientCredentialsConfig, JwtSigningAlgorithm, OAuthClientConfig, OAuthHttpClient,
-    OAuthTokenResponse, WWWAuthenticateParams,
+    AuthError, AuthorizationManager, AuthorizationMetadata, AuthorizationMetadataSource,
+    AuthorizationRequest, AuthorizationSession, ClientCredentialsConfig, JwtSigningAlgorithm,
+    OAuthClientConfig, OAuthHttpClient, OAuthTokenResponse, WWWAuthenticateParams,
     enterprise::{EmaAuthorizationServer, EmaClientAuthentication, EmaExchangeRequest},
 };
 use serde_json::json;
@@ -28,8 +28,9 @@ use tokio_util::task::TaskTracker;
 use super::{
     AuthorizationPrompt, Authorizer, IdentityTokenProvider,
     adapter::{self, KeyedStore, Saved},
-    errors::{failed, from_auth, from_ema, required, token_refused},
-    http::{Issued, OAuthHttp},
+    answer::Refused,
+    errors::{failed, from_auth, from_discovery, from_ema, required, token_refused},
+    http::{Issued, OAuthHttp, OAuthHttpError},
     silenced,
     store::{
         CredentialStore, GrantKey, Lease, LeaseTerms, MAX_TOKEN_LIFETIME, StoreError,
@@ -154,7 +155,8 @@ fn check_workload_destination(
     };
     if !scheme_ok {
         return Err(failed(
-            "the authorization server's token endpoint is not https: the workload identity              token is not sent",
+            "the authorization server's token endpoint is not https: the workload identity \
+             token is not sent",
         ));
     }
     let audiences: Vec<String> = match crate::grant::jwt_claims(assertion)
@@ -177,7 +179,8 @@ fn check_workload_destination(
         Ok(())
     } else {
         Err(failed(
-            "the workload identity token is for another authorization server (its audience              names neither the server's issuer nor its token endpoint): it is not sent",
+            "the workload identity token is for another authorization server (its audience \
+             names neither the server's issuer nor its token endpoint): it is not sent",
         ))
     }
 }
@@ -204,11 +207,11 @@ async fn machine_scopes(
 /// The grant type of the JWT bearer grant (RFC 7523).
 const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 
-/// A token endpoint's answer to the JWT bearer grant (RFC 6749 §5.1).
+/// A token endpoint's answer to the JWT bearer grant (RFC 6749 §5.1); its `token_type`
+/// was checked by the OAuth client (see [`super::answer::token_scheme`]).
 #[derive(serde::Deserialize)]
 struct JwtBearerAnswer {
     access_token: String,
-    token_type: String,
     /// A number, or (some servers) a string of one.
     expires_in: Option<serde_json::Value>,
     scope: Option<String>,
@@ -358,6 +361,9 @@ struct Flight {
     manager: Option<AuthorizationManager>,
     /// The metadata as discovered (before any narrowing for a token request).
     metadata: Option<AuthorizationMetadata>,
+    /// Whether that metadata was published by the authorization server (RFC 8414 or
+    /// OpenID Connect), not synthesized from the 2025-03-26 default endpoints.
+    published: bool,
     /// The store key of a delegated grant.
     key: Option<GrantKey>,
     /// Whether the store was read for a delegated grant.
@@ -415,6 +421,26 @@ impl Entry {
 
     fn grant(&self) -> Grant {
         lock(&self.grant).clone()
+    }
+
+    /// The error for an rmcp failure while talking to an authorization server: why this
+    /// entry's OAuth client refused a request or an answer, when it did (rmcp then knows
+    /// only that the request failed), else rmcp's error as `map` reads it.
+    fn refused_or(&self, map: fn(&AuthError) -> CallError, error: &AuthError) -> CallError {
+        self.retired
+            .take_refused()
+            .map_or_else(|| map(error), Refused::error)
+    }
+
+    /// [`Self::refused_or`] with rmcp's errors read the usual way.
+    fn auth_error(&self, error: &AuthError) -> CallError {
+        self.refused_or(from_auth, error)
+    }
+
+    /// Starts an operation that talks to an authorization server: a refusal recorded
+    /// before it (by a request whose failure was reported otherwise) is not its own.
+    fn start_operation(&self) {
+        let _ = self.retired.take_refused();
     }
 
     /// Makes `token` the one in use. The one it replaces (and its refresh token) stays
@@ -573,6 +599,7 @@ impl Entry {
         flight: &mut Flight,
         challenge: Option<&str>,
     ) -> Result<String, CallError> {
+        self.start_operation();
         flight.manager = None;
         flight.metadata = None;
         let http: Arc<dyn OAuthHttpClient> = Arc::new(ctx.http.noting(Arc::clone(&self.retired)));
@@ -584,8 +611,9 @@ impl Entry {
         .map_err(|error| from_auth(&error))?;
         let resolution = silenced(manager.resolve_metadata_from_challenge(challenge))
             .await
-            .map_err(|error| from_auth(&error))?;
+            .map_err(|error| self.refused_or(from_discovery, &error))?;
         let metadata = resolution.metadata;
+        flight.published = resolution.source != AuthorizationMetadataSource::LegacyEndpointFallback;
         let grant = self.grant();
         // A trailing slash is no difference (rmcp's own issuer check ignores it too).
         let same = |a: &str, b: &str| a.trim_end_matches('/') == b.trim_end_matches('/');
@@ -683,6 +711,7 @@ impl Entry {
         challenge: Option<&str>,
         more: Vec<String>,
     ) -> Result<Token, CallError> {
+        self.start_operation();
         if flight.manager.is_none() {
             self.discover(ctx, flight, challenge).await?;
         }
@@ -757,7 +786,9 @@ impl Entry {
         manager
             .configure_client_credentials(&config)
             .map_err(|error| from_auth(&error))?;
-        let response = exchange_client_credentials(flight, config).await?;
+        let response = exchange_client_credentials(flight, config)
+            .await?
+            .map_err(|error| self.auth_error(&error))?;
         Token::from_response(
             &response,
             scopes,
@@ -821,7 +852,11 @@ impl Entry {
         let http: &dyn OAuthHttpClient = &noting;
         let token = silenced(request.exchange(http, http))
             .await
-            .map_err(|error| from_ema(&error))?;
+            .map_err(|error| {
+                self.retired
+                    .take_refused()
+                    .map_or_else(|| from_ema(&error), Refused::error)
+            })?;
         let mut hidden = Grant::Enterprise(grant.clone()).secrets();
         hidden.push(id_token);
         let granted = if token.scopes.is_empty() {
@@ -877,19 +912,17 @@ impl Entry {
         let response = noting
             .post_form(&metadata.token_endpoint, &form)
             .await
-            .map_err(|error| failed(format!("the token request failed: {error}")))?;
+            .map_err(|error| match error {
+                OAuthHttpError::Refused(refused) => refused.error(),
+                error => failed(format!("the token request failed: {error}")),
+            })?;
         let status = response.status();
         let body = String::from_utf8_lossy(response.body());
         if !status.is_success() {
             return Err(token_refused(status.as_u16(), &body));
         }
-        let answer: JwtBearerAnswer = serde_json::from_str(&body)
-            .map_err(|_| failed("the token endpoint answered with no usable token response"))?;
-        if !answer.token_type.eq_ignore_ascii_case("bearer") {
-            return Err(failed(
-                "the token endpoint issued a token of another type than Bearer",
-            ));
-        }
+        let answer: JwtBearerAnswer =
+            serde_json::from_str(&body).map_err(|_| Refused::Unusable.error())?;
         let lifetime = answer.lifetime();
         let granted = match answer.scope {
             Some(granted) => granted.split_whitespace().map(str::to_owned).collect(),
@@ -1218,8 +1251,12 @@ impl Entry {
         grant: &AuthorizationCodeGrant,
         key: GrantKey,
     ) -> Result<Token, CallError> {
-        let (Some(mut manager), Some(metadata)) = (flight.manager.take(), flight.metadata.clone())
-        else {
+        let Some(metadata) = flight.metadata.clone() else {
+            return Err(failed("the authorization metadata is unknown"));
+        };
+        require_pkce(&metadata, flight.published)?;
+        self.start_operation();
+        let Some(mut manager) = flight.manager.take() else {
             return Err(failed("the authorization metadata is unknown"));
         };
         let redirect = redirect_uri(grant, Some(authorizer));
@@ -1275,7 +1312,7 @@ impl Entry {
                 Ok(registered) => registered,
                 Err(error) => {
                     flight.manager = Some(manager);
-                    return Err(from_auth(&error));
+                    return Err(self.auth_error(&error));
                 }
             };
             request = request.with_preregistered_client(&registered.client_id);
@@ -1291,7 +1328,7 @@ impl Entry {
             Ok(session) => session,
             Err((manager, error)) => {
                 flight.manager = Some(manager);
-                return Err(from_auth(&error));
+                return Err(self.auth_error(&error));
             }
         };
         let prompt = AuthorizationPrompt {
@@ -1307,7 +1344,7 @@ impl Entry {
         };
         flight.manager = Some(session.auth_manager);
         let response = match exchanged {
-            Some(exchanged) => exchanged.map_err(|error| from_auth(&error))?,
+            Some(exchanged) => exchanged.map_err(|error| self.auth_error(&error))?,
             None => return Err(failed("the authorizer did not complete the authorization")),
         };
         let scopes = adapter::outcome(&saved, |outcome| outcome.saved.clone())
@@ -1350,12 +1387,15 @@ impl Entry {
         }
         let mut wanted = stored.scopes.clone();
         union(&mut wanted, scopes);
-        let Some(manager) = flight.manager.as_ref() else {
+        let (Some(manager), Some(metadata)) = (flight.manager.as_ref(), flight.metadata.as_ref())
+        else {
             return Err(failed("the authorization metadata is unknown"));
         };
+        require_pkce(metadata, flight.published)?;
+        self.start_operation();
         let url = silenced(manager.request_scope_upgrade(&wanted.join(" ")))
             .await
-            .map_err(|error| from_auth(&error))?;
+            .map_err(|error| self.auth_error(&error))?;
         let prompt = AuthorizationPrompt {
             tenant: self.tenant.clone(),
             resource: self.url.clone(),
@@ -1367,14 +1407,14 @@ impl Entry {
             .await
             .map_err(|_| failed("the authorizer did not complete the authorization"))?;
         let callback = rmcp::transport::auth::AuthorizationCallback::from_redirect_url(&callback)
-            .map_err(|error| from_auth(&error))?;
+            .map_err(|error| self.auth_error(&error))?;
         let response = silenced(manager.exchange_code_for_token_with_issuer(
             &callback.code,
             &callback.csrf_token,
             callback.issuer.as_deref(),
         ))
         .await
-        .map_err(|error| from_auth(&error))?;
+        .map_err(|error| self.auth_error(&error))?;
         let mut hidden = self.grant().secrets();
         hidden.extend(stored.client_secret.iter().cloned());
         Token::from_response(&response, wanted, hidden)
@@ -1390,7 +1430,7 @@ impl Entry {
 async fn exchange_client_credentials(
     flight: &mut Flight,
     config: ClientCredentialsConfig,
-) -> Result<OAuthTokenResponse, CallError> {
+) -> Result<Result<OAuthTokenResponse, AuthError>, CallError> {
     let Some(manager) = flight.manager.take() else {
         return Err(failed("the authorization metadata is unknown"));
     };
@@ -1408,7 +1448,31 @@ async fn exchange_client_credentials(
         return Err(failed("the token request could not be run"));
     };
     flight.manager = Some(manager);
-    response.map_err(|error| from_auth(&error))
+    Ok(response)
+}
+
+/// The MCP authorization specification's PKCE rule (2025-11-25 on): the authorization
+/// server's metadata must list `S256` in `code_challenge_methods_supported`; when the
+/// field is absent, or lists other methods only, the client must refuse to proceed (rmcp
+/// proceeds on an absent field, with a warning). Checked before a client is registered or
+/// an authorization URL is made. A 2025-03-26 server that publishes no metadata at all
+/// (`published` false: its default endpoints are used) has nothing to verify against, and
+/// that revision asked for no check: the flow goes on, with an S256 challenge as always.
+fn require_pkce(metadata: &AuthorizationMetadata, published: bool) -> Result<(), CallError> {
+    match &metadata.code_challenge_methods_supported {
+        Some(methods) if methods.iter().any(|method| method == "S256") => Ok(()),
+        None if !published => Ok(()),
+        Some(_) => Err(failed(
+            "the authorization server does not support PKCE with S256 \
+             (code_challenge_methods_supported lacks it), which MCP authorization requires; \
+             no authorization was started",
+        )),
+        None => Err(failed(
+            "the authorization server's metadata does not advertise PKCE \
+             (code_challenge_methods_supported is missing), which MCP authorization \
+             requires; no authorization was started",
+        )),
+    }
 }
 
 /// A refreshed grant the store did not take (it failed a moment: a database restarting):
@@ -1560,6 +1624,34 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn pkce_with_s256_is_required_of_published_metadata() {
+        let metadata = |methods: Option<&[&str]>| {
+            let mut metadata = AuthorizationMetadata::default();
+            metadata.code_challenge_methods_supported =
+                methods.map(|methods| methods.iter().map(|m| (*m).to_owned()).collect());
+            metadata
+        };
+        // (methods, published, allowed)
+        let cases: [(Option<&[&str]>, bool, bool); 7] = [
+            (Some(&["S256"]), true, true),
+            (Some(&["plain", "S256"]), true, true),
+            (None, true, false),
+            (Some(&[]), true, false),
+            (Some(&["plain"]), true, false),
+            // The 2025-03-26 default endpoints: no metadata was published to check.
+            (None, false, true),
+            (Some(&["plain"]), false, false),
+        ];
+        for (methods, published, allowed) in cases {
+            let checked = require_pkce(&metadata(methods), published);
+            assert_eq!(checked.is_ok(), allowed, "{methods:?} {published}");
+            if let Err(error) = checked {
+                assert!(error.detail().contains("PKCE"), "{error}");
+            }
+        }
+    }
 
     #[test]
     fn scopes_union_keeps_order_and_drops_repeats() {

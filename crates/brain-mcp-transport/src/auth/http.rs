@@ -9,6 +9,13 @@
 //! when the origin changes. Every response body is bounded; every request is bounded in
 //! time.
 //!
+//! Every request is checked before it leaves, and every token endpoint's answer before
+//! rmcp or a flow reads it (see [`super::answer`]): nothing secret goes to plain `http`
+//! off this machine, and an answer without a usable token (or a token of a type this
+//! client cannot send) is refused, so it is never stored or used. rmcp reports a refused
+//! request only as failed; a client built with [`OAuthHttp::noting`] records why in its
+//! [`Issued`], for the flow to report.
+//!
 //! Every token an authorization server issues passes here, also those that never become
 //! a grant's token in use (the ID-JAG of an enterprise exchange, a token whose flow
 //! failed after it was issued): a client built with [`OAuthHttp::noting`] notes each in
@@ -27,6 +34,9 @@ use rmcp::transport::auth::{
 };
 use tokio::time::Instant;
 
+use super::answer::{
+    Refused, carries_secret, check_token_answer, may_carry_secrets, token_request,
+};
 use crate::secret::Secret;
 
 /// Redirects followed for one request, at most.
@@ -51,6 +61,8 @@ pub(crate) enum OAuthHttpError {
     TooManyRedirects,
     #[error("a redirect to an unusable location")]
     BadRedirect,
+    #[error("{0}")]
+    Refused(Refused),
 }
 
 /// The secrets one grant keeps hidden besides its token in use: tokens it replaced, and
@@ -58,9 +70,13 @@ pub(crate) enum OAuthHttpError {
 /// for an hour at least, or until the token expires if that is later: what a server says
 /// of a token's lifetime is not trusted to make it harmless (clocks skew, and a server
 /// may accept it after its `expires_in`). At most [`Issued::MAX`], the newest.
+///
+/// Also the last request or answer the grant's client refused (see [`Refused`]), until a
+/// flow takes it to say why its request failed.
 #[derive(Debug, Default)]
 pub(crate) struct Issued {
     secrets: Mutex<Vec<(Secret, Instant)>>,
+    refused: Mutex<Option<Refused>>,
 }
 
 impl Issued {
@@ -88,6 +104,20 @@ impl Issued {
         let mut secrets = self.secrets.lock().unwrap_or_else(PoisonError::into_inner);
         secrets.retain(|(_, until)| *until > now);
         secrets.iter().map(|(secret, _)| secret.clone()).collect()
+    }
+
+    /// Records why the client refused a request or an answer.
+    fn refuse(&self, refused: Refused) {
+        *self.refused.lock().unwrap_or_else(PoisonError::into_inner) = Some(refused);
+    }
+
+    /// Why the client last refused a request or an answer, if it did since the last
+    /// call; forgotten once taken.
+    pub(crate) fn take_refused(&self) -> Option<Refused> {
+        self.refused
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
     }
 
     /// Notes the tokens of an authorization server's answer (a token response, a token
@@ -145,16 +175,47 @@ impl OAuthHttp {
             .header(header::ACCEPT, "application/json")
             .body(body.into_bytes())
             .map_err(|_| OAuthHttpError::Build)?;
-        let response = tokio::time::timeout(
+        tokio::time::timeout(
             MAX_REQUEST_TIME,
-            self.send(request, OAuthHttpRedirectPolicy::Stop),
+            self.exchange(request, OAuthHttpRedirectPolicy::Stop),
         )
         .await
-        .map_err(|_| OAuthHttpError::Timeout)??;
-        if let Some(issued) = &self.issued {
-            issued.note(response.body());
+        .map_err(|_| OAuthHttpError::Timeout)?
+    }
+
+    /// One request and its answer, checked (see [`super::answer`]): a refusal is
+    /// recorded, and the tokens of an answer taken are noted.
+    async fn exchange(
+        &self,
+        request: http::Request<Vec<u8>>,
+        policy: OAuthHttpRedirectPolicy,
+    ) -> Result<http::Response<Vec<u8>>, OAuthHttpError> {
+        let asked = token_request(request.method(), request.body());
+        let answer = self.send(request, policy).await.and_then(|response| {
+            if let Some(asked) = asked
+                && response.status().is_success()
+            {
+                check_token_answer(asked, response.body()).map_err(OAuthHttpError::Refused)?;
+            }
+            Ok(response)
+        });
+        let refused = match &answer {
+            Ok(response) => {
+                if let Some(issued) = &self.issued {
+                    issued.note(response.body());
+                }
+                None
+            }
+            Err(OAuthHttpError::Refused(refused)) => Some(*refused),
+            Err(OAuthHttpError::TooLarge) => Some(Refused::TooLarge {
+                token: asked.is_some(),
+            }),
+            Err(_) => None,
+        };
+        if let (Some(refused), Some(issued)) = (refused, &self.issued) {
+            issued.refuse(refused);
         }
-        Ok(response)
+        answer
     }
 
     async fn send(
@@ -168,6 +229,12 @@ impl OAuthHttp {
         let mut headers = parts.headers;
         let mut body = Some(body);
         for hop in 0..=MAX_REDIRECTS {
+            // Checked at every hop: a redirect must not take a secret off this machine
+            // over plain http either.
+            let secret = carries_secret(&headers, body.as_deref().unwrap_or_default());
+            if secret && !may_carry_secrets(&url) {
+                return Err(OAuthHttpError::Refused(Refused::PlainHttp));
+            }
             let mut builder = self
                 .client
                 .request(method.clone(), url.clone())
@@ -267,13 +334,8 @@ impl OAuthHttpClient for OAuthHttp {
                 ..
             } = request;
             let bound = timeout.map_or(MAX_REQUEST_TIME, |asked| asked.min(MAX_REQUEST_TIME));
-            match tokio::time::timeout(bound, self.send(request, redirect_policy)).await {
-                Ok(Ok(response)) => {
-                    if let Some(issued) = &self.issued {
-                        issued.note(response.body());
-                    }
-                    Ok(response)
-                }
+            match tokio::time::timeout(bound, self.exchange(request, redirect_policy)).await {
+                Ok(Ok(response)) => Ok(response),
                 Ok(Err(error)) => Err(Box::new(error) as OAuthHttpClientError),
                 Err(_) => Err(Box::new(OAuthHttpError::Timeout) as OAuthHttpClientError),
             }

@@ -21,6 +21,7 @@
 //! code at DEBUG, so its auth calls run with tracing silenced ([`silenced`]).
 
 mod adapter;
+mod answer;
 mod errors;
 mod flow;
 mod http;

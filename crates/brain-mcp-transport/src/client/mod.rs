@@ -772,6 +772,10 @@ impl McpClient {
 /// connect is not moved: its request already had its one resend on a fresh connection
 /// (`wire/http`), and the one resend is all a `not_sent` request ever gets.
 fn retry_cold(error: &CallError, endpoint: &Endpoint) -> bool {
+    if error.is_an_answer() {
+        // The server refused the call itself (a JSON-RPC error): any context gets that.
+        return false;
+    }
     match (error.kind(), endpoint) {
         (ErrorKind::HttpStatus, Endpoint::Http(_)) => error.status() == Some(404),
         (ErrorKind::Connect | ErrorKind::Protocol, Endpoint::Stdio(_)) => true,

@@ -8,6 +8,8 @@
 //!   the call `unknown`.
 //! - **kind and detail** follow from the cause ([`Cause`]).
 
+use std::sync::Arc;
+
 use crate::{
     api::{MAX_CONTENT_BLOCKS, MAX_LISTED_TOOLS},
     endpoint::Endpoint,
@@ -26,11 +28,15 @@ pub(crate) enum Failure {
     BadEventId,
     /// The server answered with this HTTP status; `session` says whether the request
     /// carried a session id; `challenge` is its authorization challenge (401, 403), when
-    /// the refused request was the one itself (never a resumed stream's GET).
+    /// the refused request was the one itself (never a resumed stream's GET); `reason`
+    /// what its body said (secrets hidden, bounded); `old_sse`: the URL looks like an
+    /// endpoint of the old HTTP+SSE transport.
     Status {
         status: u16,
         session: bool,
         challenge: Option<Challenge>,
+        reason: Option<Arc<str>>,
+        old_sse: bool,
     },
     /// The server refused to resume a call's response stream with this HTTP status: the
     /// call itself went out before.
@@ -75,8 +81,14 @@ pub(crate) enum Cause<'a> {
     /// an answer rmcp sent, an earlier round's): it names the kind, never the delivery,
     /// so a status that refused that request cannot make the call look unsent.
     Elsewhere(&'a Failure),
-    /// The server answered the request with a JSON-RPC error.
-    JsonRpc { code: i32, message: &'a str },
+    /// The server answered the request with a JSON-RPC error; `first_round`: the answer
+    /// to the call's first `tools/call` (no earlier round of an `input_required` exchange
+    /// reached the server).
+    JsonRpc {
+        code: i32,
+        message: &'a str,
+        first_round: bool,
+    },
     /// The server asked for input this host does not give.
     InputRefused { message: &'a str },
     /// The server answered, with something that is not a tool result: what it was.
@@ -96,12 +108,23 @@ pub(crate) fn classify(wire: Wire, cause: &Cause<'_>, endpoint: &Endpoint) -> Ca
             ErrorKind::OutputTooLarge,
             format!("the output exceeded {budget} bytes"),
         ),
-        Cause::JsonRpc { code, message } => (
+        Cause::JsonRpc {
+            code,
+            message,
+            first_round,
+        } => (
             ErrorKind::Protocol,
-            format!(
-                "the server returned JSON-RPC error {code}: {}",
-                endpoint.quote(message, 200)
-            ),
+            match refusal(*code).filter(|_| *first_round) {
+                Some(meaning) => format!(
+                    "the server refused the call before running it with JSON-RPC error \
+                     {code} ({meaning}): {}",
+                    endpoint.quote(message, 200)
+                ),
+                None => format!(
+                    "the server answered with JSON-RPC error {code}: {}",
+                    endpoint.quote(message, 200)
+                ),
+            },
         ),
         Cause::InputRefused { message } => (
             ErrorKind::Protocol,
@@ -146,9 +169,28 @@ pub(crate) fn classify(wire: Wire, cause: &Cause<'_>, endpoint: &Endpoint) -> Ca
                     .to_owned(),
             ),
             Failure::Status {
-                status, challenge, ..
+                status,
+                session,
+                challenge,
+                reason,
+                old_sse,
             } => {
-                return CallError::http_status(*status, delivery).with_challenge(challenge.clone());
+                let mut error = CallError::http_status(*status, *session, delivery)
+                    .with_challenge(challenge.clone());
+                if *old_sse {
+                    error = error.with_detail_suffix(
+                        "; the URL looks like an endpoint of the old HTTP+SSE transport (a \
+                         GET-only event stream), which this client does not speak: use the \
+                         server's Streamable HTTP endpoint (often /mcp)",
+                    );
+                }
+                if let Some(reason) = reason {
+                    error = error.with_detail_suffix(&format!(
+                        ", saying \"{}\"",
+                        endpoint.quote(reason, 200)
+                    ));
+                }
+                return error;
             }
             Failure::ResumeRefused { status } => (
                 ErrorKind::HttpStatus,
@@ -195,15 +237,55 @@ pub(crate) fn classify(wire: Wire, cause: &Cause<'_>, endpoint: &Endpoint) -> Ca
             ),
         },
     };
-    CallError::new(kind, delivery, detail)
+    let error = CallError::new(kind, delivery, detail);
+    if matches!(cause, Cause::JsonRpc { .. }) {
+        error.answered()
+    } else {
+        error
+    }
+}
+
+/// The JSON-RPC errors that prove the server did not run the tool, with what each
+/// means: the server could not read the request (-32700, -32600), does not serve the
+/// method (-32601), or refused its parameters, such as an unknown tool or invalid
+/// arguments (-32602); in the 2026-07-28 revision, the request's headers do not match
+/// its body (-32020), it needs a client capability that was not declared (-32021), or
+/// its protocol version is not served (-32022); and a request that "cannot be processed
+/// until" a URL elicitation completes (-32042, 2025-11-25). Each rejects the request as
+/// a whole before processing it. Any other code (-32603, a server's own -32000 to
+/// -32099) may come from a tool that ran, fully or in part.
+fn refusal(code: i32) -> Option<&'static str> {
+    Some(match code {
+        -32700 => "parse error",
+        -32600 => "invalid request",
+        -32601 => "method not found",
+        -32602 => "invalid params",
+        -32020 => "header mismatch",
+        -32021 => "missing required client capability",
+        -32022 => "unsupported protocol version",
+        -32042 => "URL elicitation required",
+        _ => return None,
+    })
 }
 
 /// Whether the server may have run the tool: `not_sent` only when the request provably
 /// never left, or the server refused it before running it (401 and 403 reject the
-/// credentials; 404 on a request that carried a session id says the session is gone).
+/// credentials; 404 on a request that carried a session id says the session is gone; a
+/// JSON-RPC error that rejects the request before processing it, to the call's first
+/// round). Any other answer, a JSON-RPC error included, is `delivered`: the server
+/// answered the call.
 fn delivery(wire: Wire, cause: &Cause<'_>) -> Delivery {
     match (wire, cause) {
         (Wire::NotWritten, _) => Delivery::NotSent,
+        (
+            Wire::MayHaveReached,
+            Cause::JsonRpc {
+                code,
+                first_round: true,
+                ..
+            },
+        ) if refusal(*code).is_some() => Delivery::NotSent,
+        (Wire::MayHaveReached, Cause::JsonRpc { .. }) => Delivery::Delivered,
         // The whole answer came: the tool ran; it is the result that was refused.
         (
             Wire::MayHaveReached,
@@ -255,7 +337,7 @@ mod tests {
         assert!(!error.detail().contains(TOKEN), "{}", error.detail());
     }
 
-    use Delivery::{NotSent, Unknown};
+    use Delivery::{Delivered, NotSent, Unknown};
     use ErrorKind::{Cancelled, Connect, HttpStatus, OutputTooLarge, Protocol, Timeout};
     use Wire::{MayHaveReached as Sent, NotWritten as Unsent};
 
@@ -276,11 +358,15 @@ mod tests {
                 status: 500,
                 session: true,
                 challenge: None,
+                reason: None,
+                old_sse: false,
             },
             Failure::Status {
                 status: 404,
                 session: false,
                 challenge: None,
+                reason: None,
+                old_sse: false,
             },
             Failure::ResumeRefused { status: 401 },
         ] {
@@ -292,10 +378,6 @@ mod tests {
             Cause::Cancelled,
             Cause::OverBudget { budget: 10 },
             Cause::Closed,
-            Cause::JsonRpc {
-                code: -32603,
-                message: "boom",
-            },
             Cause::InputRefused { message: "no" },
         ] {
             assert_eq!(
@@ -318,6 +400,8 @@ mod tests {
                 status,
                 session: true,
                 challenge: None,
+                reason: None,
+                old_sse: false,
             };
             let error = classify(Sent, &Cause::Elsewhere(&refused), &endpoint());
             assert_eq!(
@@ -341,6 +425,8 @@ mod tests {
             status,
             session,
             challenge: None,
+            reason: None,
+            old_sse: false,
         };
         let rows: Vec<(Wire, Failure, ErrorKind, Delivery, &str)> = vec![
             (
@@ -451,6 +537,8 @@ mod tests {
             status: 401,
             session: false,
             challenge: challenge(401, Some("Bearer resource_metadata=\"x\"")),
+            reason: None,
+            old_sse: false,
         };
         let error = classify(Sent, &transport(&failure), &endpoint());
         assert_eq!(error.delivery(), NotSent);
@@ -463,8 +551,79 @@ mod tests {
         );
         assert_eq!((error.delivery(), error.challenge()), (Unknown, None));
         // A challenge on an error that may have run is never offered.
-        let error = CallError::http_status(401, Unknown).with_challenge(challenge(401, None));
+        let error =
+            CallError::http_status(401, false, Unknown).with_challenge(challenge(401, None));
         assert!(error.challenge().is_none());
+    }
+
+    /// A JSON-RPC error to the call is an answer: `delivered`, unless its code says the
+    /// request was rejected before it was processed, which the first round alone can
+    /// prove (a later round's first one reached the server).
+    #[test]
+    fn json_rpc_errors_that_prove_the_tool_did_not_run() {
+        let rpc = |code, first_round| Cause::JsonRpc {
+            code,
+            message: "no",
+            first_round,
+        };
+        let refusals = [
+            -32700, -32600, -32601, -32602, -32020, -32021, -32022, -32042,
+        ];
+        for code in refusals {
+            check(
+                Sent,
+                rpc(code, true),
+                Protocol,
+                NotSent,
+                "refused the call before running it",
+            );
+            check(Sent, rpc(code, false), Protocol, Delivered, "answered with");
+        }
+        for code in [-32603, -32000, -32099, -32002, -1, 0, 1, i32::MIN] {
+            check(Sent, rpc(code, true), Protocol, Delivered, "answered with");
+        }
+        check(
+            Sent,
+            rpc(-32602, true),
+            Protocol,
+            NotSent,
+            "JSON-RPC error -32602 (invalid params): no",
+        );
+        check(Unsent, rpc(-32603, true), Protocol, NotSent, "-32603");
+    }
+
+    #[test]
+    fn a_refusing_status_says_what_the_server_said_and_where_it_went_wrong() {
+        let failure = |status, session, reason: Option<&str>, old_sse| Failure::Status {
+            status,
+            session,
+            challenge: None,
+            reason: reason.map(Arc::from),
+            old_sse,
+        };
+        let said = format!("Invalid bearer token {TOKEN}\u{202e}");
+        let rows = [
+            (
+                failure(403, false, Some(&said), false),
+                "HTTP 403 (forbidden), saying \"Invalid bearer token <redacted> \"",
+            ),
+            (
+                failure(404, false, None, false),
+                "HTTP 404 (not found: check that the URL is the server's MCP endpoint)",
+            ),
+            (
+                failure(404, true, None, false),
+                "HTTP 404 (the session expired)",
+            ),
+            (
+                failure(405, false, None, true),
+                "HTTP 405 (method not allowed); the URL looks like an endpoint of the old \
+                 HTTP+SSE transport",
+            ),
+        ];
+        for (failure, phrase) in rows {
+            check(Unsent, transport(&failure), HttpStatus, NotSent, phrase);
+        }
     }
 
     #[test]
@@ -475,9 +634,10 @@ mod tests {
             Cause::JsonRpc {
                 code: -32000,
                 message: &message,
+                first_round: true,
             },
             Protocol,
-            Unknown,
+            Delivered,
             "JSON-RPC error -32000: bad token <redacted>",
         );
         check(

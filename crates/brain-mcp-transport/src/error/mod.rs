@@ -25,6 +25,9 @@ pub struct CallError {
     /// The refused request was the call's own `tools/call` (not its handshake): sending
     /// it again after a new authorization is its one resend.
     call_refused: bool,
+    /// The server answered the call (with a JSON-RPC error): another context would get
+    /// the same answer.
+    answered: bool,
 }
 
 /// A server's refusal of a request for want of authorization: the status (401, or 403)
@@ -62,17 +65,23 @@ impl CallError {
             detail: detail.into(),
             challenge: None,
             call_refused: false,
+            answered: false,
         }
     }
 
-    pub(crate) fn http_status(status: u16, delivery: Delivery) -> Self {
+    /// The server answered `status`; `session`: to a request that carried a session id.
+    pub(crate) fn http_status(status: u16, session: bool, delivery: Delivery) -> Self {
         Self {
             kind: ErrorKind::HttpStatus,
             delivery,
             status: Some(status),
-            detail: format!("the server answered HTTP {status}{}", status_hint(status)),
+            detail: format!(
+                "the server answered HTTP {status}{}",
+                status_hint(status, session)
+            ),
             challenge: None,
             call_refused: false,
+            answered: false,
         }
     }
 
@@ -80,6 +89,17 @@ impl CallError {
     pub(crate) fn with_challenge(mut self, challenge: Option<Challenge>) -> Self {
         self.challenge = challenge;
         self
+    }
+
+    /// Marks the error as the server's answer to the call.
+    pub(crate) fn answered(mut self) -> Self {
+        self.answered = true;
+        self
+    }
+
+    /// Whether the server answered the call (so sending it elsewhere changes nothing).
+    pub(crate) fn is_an_answer(&self) -> bool {
+        self.answered
     }
 
     /// Marks the refusal as one of the call's own `tools/call`.
@@ -137,11 +157,13 @@ impl CallError {
     }
 }
 
-fn status_hint(status: u16) -> &'static str {
+fn status_hint(status: u16, session: bool) -> &'static str {
     match status {
         401 => " (unauthorized: check the token)",
         403 => " (forbidden)",
-        404 => " (not found, or the session expired)",
+        // Only a request that carried a session id can find its session gone.
+        404 if session => " (the session expired)",
+        404 => " (not found: check that the URL is the server's MCP endpoint)",
         405 => " (method not allowed)",
         406 => " (not acceptable)",
         429 => " (too many requests)",

@@ -234,6 +234,7 @@ pub(crate) fn stopped(
         Stop::Failed(ServiceError::McpError(error)) => Cause::JsonRpc {
             code: error.code.0,
             message: &error.message,
+            first_round,
         },
         Stop::Failed(_) => match (&own, &other_failure) {
             (Some(failure), _) if first_round => Cause::Transport(failure),

@@ -2,22 +2,11 @@
 
 use std::time::Duration;
 
-use brain_mcp_testkit::{Era, ServerOptions, TestServer};
-use brain_mcp_transport::{Endpoint, Era as Served, EraPreference, ErrorKind};
+use brain_mcp_testkit::Era;
+use brain_mcp_transport::{Era as Served, EraPreference, ErrorKind};
 use serde_json::json;
 
-use crate::support::{call, client, cold_client};
-
-async fn started(era: Era) -> (TestServer, Endpoint) {
-    let server = TestServer::start(ServerOptions {
-        era,
-        ..ServerOptions::default()
-    })
-    .await
-    .unwrap();
-    let endpoint = Endpoint::http(server.url(), None);
-    (server, endpoint)
-}
+use crate::support::{call, client, cold_client, started};
 
 #[tokio::test]
 async fn a_legacy_server_is_probed_once_then_served_per_session() {

@@ -88,6 +88,46 @@ async fn a_server_that_exits_before_its_handshake_says_how() {
     );
 }
 
+/// A server that says why it fails a few lines above its last: those lines are quoted,
+/// arguments readable (`--db-path` and its value), the binding's secret env value not.
+#[tokio::test]
+async fn a_server_that_exits_before_its_handshake_is_quoted_readably() {
+    let client = client(EraPreference::Legacy);
+    let endpoint = Endpoint::Stdio(
+        StdioEndpoint::new(
+            stdio_server(),
+            [
+                "--stderr-line",
+                "notes-server 1.2 starting",
+                "--stderr-env",
+                "NOTES_API_KEY",
+                "--stderr-line",
+                "error: cannot open the database at /srv/notes.sqlite (--db-path): permission denied",
+                "--stderr-line",
+                "    at open (db.js:12)",
+                "--stderr-line",
+                "exiting",
+                "--exit-before-handshake",
+            ],
+        )
+        .env("NOTES_API_KEY", "sk-notes-0123456789"),
+    );
+    let ran = call(&client, &endpoint, "echo", json!({})).await;
+    let error = ran.error();
+    assert_eq!(
+        (error.kind(), error.delivery()),
+        (ErrorKind::Connect, Delivery::NotSent)
+    );
+    assert!(
+        error.detail().contains(
+            "NOTES_API_KEY=<redacted> | error: cannot open the database at /srv/notes.sqlite \
+             (--db-path): permission denied | at open (db.js:12) | exiting)"
+        ),
+        "{error}"
+    );
+    assert!(!error.detail().contains("sk-notes"), "{error}");
+}
+
 #[tokio::test]
 async fn timeout_kills_the_process_group_including_grandchildren() {
     let dir = tempdir();

@@ -101,3 +101,17 @@ pub(crate) fn stdio_server() -> String {
 
 /// A deadline plus the grace a failing call may take to say so.
 pub(crate) const GRACE: Duration = Duration::from_millis(750);
+
+/// A testkit HTTP server in `era`, and its endpoint (no token).
+pub(crate) async fn started(
+    era: brain_mcp_testkit::Era,
+) -> (brain_mcp_testkit::TestServer, Endpoint) {
+    let server = brain_mcp_testkit::TestServer::start(brain_mcp_testkit::ServerOptions {
+        era,
+        ..brain_mcp_testkit::ServerOptions::default()
+    })
+    .await
+    .unwrap();
+    let endpoint = Endpoint::http(server.url(), None);
+    (server, endpoint)
+}

@@ -22,7 +22,7 @@ async fn legacy_server() -> (TestServer, Endpoint) {
 
 /// Waits (bounded) until the client holds `n` warm contexts: they are opened in the
 /// background.
-async fn until_warm(client: &McpClient, n: usize) {
+pub(crate) async fn until_warm(client: &McpClient, n: usize) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     while client.stats().warm_contexts < n {
         assert!(

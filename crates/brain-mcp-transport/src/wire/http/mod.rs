@@ -23,6 +23,7 @@
 
 mod config;
 mod post;
+mod refusal;
 mod session;
 mod sse_filter;
 mod sse_parse;

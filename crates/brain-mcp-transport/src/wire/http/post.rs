@@ -7,14 +7,18 @@ use std::{
     time::Duration,
 };
 
+use futures::StreamExt;
 use http::{HeaderName, HeaderValue, StatusCode, header};
 use rmcp::{
-    model::{ClientJsonRpcMessage, ClientRequest, ErrorData, JsonRpcMessage, ServerJsonRpcMessage},
+    model::{
+        ClientJsonRpcMessage, ClientRequest, ErrorData, JsonRpcMessage, RequestId,
+        ServerJsonRpcMessage,
+    },
     transport::streamable_http_client::{StreamableHttpError, StreamableHttpPostResponse},
 };
 
 use super::{
-    EVENT_STREAM, HttpBackend, HttpError, JSON, Resend, Result, SESSION_HEADER,
+    EVENT_STREAM, HttpBackend, HttpError, JSON, Resend, Result, SESSION_HEADER, refusal,
     session::SetOnDrop,
     sse_filter::{Reply, WRONG_ID, media_type, reply_to},
     stream::CallStream,
@@ -22,11 +26,14 @@ use super::{
 use crate::{
     call_state::CallState,
     error::{Challenge, classify::Failure},
-    wire::ingress::Expect,
+    wire::ingress::{self, Expect},
 };
 
-/// How much of an error body is read to find a JSON-RPC error in it.
+/// How much of an error body is read to find a JSON-RPC error or a reason in it.
 const ERROR_BODY_LIMIT: usize = 64 * 1024;
+/// How long an error body may take to arrive: a server that sends a status and then
+/// stalls must not hold the refusal until the deadline.
+const ERROR_BODY_WAIT: Duration = Duration::from_secs(2);
 /// Why an answer to a request is not one.
 const NO_ANSWER: &str = "no answer to a request (HTTP 202 or 204, no body)";
 const NOT_AN_ANSWER: &str = "a notification instead of an answer";
@@ -129,7 +136,13 @@ impl HttpBackend {
         }
         if !status.is_success() {
             return self
-                .unsuccessful(response, &message, session_id.is_some(), call.as_deref())
+                .unsuccessful(
+                    response,
+                    &message,
+                    &uri,
+                    session_id.is_some(),
+                    call.as_deref(),
+                )
                 .await;
         }
         let media = media_type(
@@ -177,64 +190,117 @@ impl HttpBackend {
         }
     }
 
-    /// A non-success answer. A `server/discover` rejected with a 4xx (other than 401/403)
-    /// before any session is how an older server says it does not know the 2026-07-28
-    /// lifecycle: hand rmcp a correlated JSON-RPC error so it can fall back (or retry at
-    /// another version, for `-32022`). Everything else is an HTTP status error.
+    /// A non-success answer.
+    ///
+    /// - A JSON-RPC error for this request in the body, with a status other than 401 or
+    ///   403, is the server's answer: the 2026-07-28 revision sends some errors with an
+    ///   HTTP status (-32601 as 404; -32020, -32021, -32022 as 400). rmcp gets it as the
+    ///   answer, so the call's error says what the server answered (and whether that
+    ///   proves the tool did not run).
+    /// - A `server/discover` rejected with a 4xx (other than 401/403) before any session
+    ///   is how an older server says it does not know the 2026-07-28 lifecycle: rmcp gets
+    ///   a correlated JSON-RPC error so it can fall back (or retry at another version,
+    ///   for `-32022`).
+    /// - Everything else is an HTTP status error, with what the body said (secrets
+    ///   hidden, bounded) and whether the URL looks like the old HTTP+SSE transport's.
     async fn unsuccessful(
         &self,
         response: reqwest::Response,
         message: &ClientJsonRpcMessage,
+        uri: &str,
         session_attached: bool,
         call: Option<&CallState>,
     ) -> Result<StreamableHttpPostResponse> {
         let status = response.status();
-        // A refusal for want of authorization: the challenge goes with the failure, so
-        // the authorization layer can obtain a token and send the request once more.
-        let challenge = Challenge::of(
-            status.as_u16(),
+        let header = |name| {
             response
                 .headers()
-                .get(header::WWW_AUTHENTICATE)
-                .and_then(|value| value.to_str().ok()),
-        );
+                .get(name)
+                .and_then(|value: &HeaderValue| value.to_str().ok())
+                .map(str::to_owned)
+        };
+        // A refusal for want of authorization: the challenge goes with the failure, so
+        // the authorization layer can obtain a token and send the request once more.
+        let challenge = Challenge::of(status.as_u16(), header(header::WWW_AUTHENTICATE).as_deref());
+        let media = media_type(header(header::CONTENT_TYPE).as_deref());
+        let allow = header(header::ALLOW);
+        let body = self.read_error_body(response).await;
+        let request = match message {
+            JsonRpcMessage::Request(request) => Some(request),
+            _ => None,
+        };
+        let authorizing = matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN);
+        if let Some(request) = request.filter(|_| !authorizing)
+            && let Some(answer) = self.error_answer(&body, &request.id)
+        {
+            return Ok(StreamableHttpPostResponse::Json(answer, None));
+        }
+        let hidden = |reason: String| Arc::from(self.config.redactor.text(&reason).as_ref());
+        let no_session = !session_attached;
         self.failed(
             call,
             Failure::Status {
                 status: status.as_u16(),
                 session: session_attached,
                 challenge,
+                reason: refusal::reason(status.as_u16(), media.as_deref(), &body).map(hidden),
+                old_sse: no_session
+                    && refusal::old_sse_transport(uri, status.as_u16(), allow.as_deref()),
             },
         );
-        let discover_fallback = is_discover(message)
-            && !session_attached
-            && status.is_client_error()
-            && !matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN);
-        if !discover_fallback {
-            return Err(StreamableHttpError::Client(HttpError::Status(
-                status.as_u16(),
-            )));
-        }
-        let JsonRpcMessage::Request(request) = message else {
-            return Err(StreamableHttpError::Client(HttpError::Status(
-                status.as_u16(),
-            )));
-        };
-        let body = self
-            .read_body(response, ERROR_BODY_LIMIT, None)
-            .await
-            .unwrap_or_default();
-        let error = match serde_json::from_slice::<ServerJsonRpcMessage>(&body) {
-            Ok(JsonRpcMessage::Error(error)) => error.error,
-            _ => ErrorData::invalid_request(
-                format!("server/discover rejected with HTTP {}", status.as_u16()),
+        let discover_fallback =
+            is_discover(message) && no_session && status.is_client_error() && !authorizing;
+        match request.filter(|_| discover_fallback) {
+            Some(request) => Ok(StreamableHttpPostResponse::Json(
+                ServerJsonRpcMessage::error(
+                    ErrorData::invalid_request(
+                        format!("server/discover rejected with HTTP {}", status.as_u16()),
+                        None,
+                    ),
+                    Some(request.id.clone()),
+                ),
                 None,
-            ),
+            )),
+            None => Err(StreamableHttpError::Client(HttpError::Status(
+                status.as_u16(),
+            ))),
+        }
+    }
+
+    /// The JSON-RPC error for request `id` in an error body, its secrets hidden, if the
+    /// body is one.
+    fn error_answer(&self, body: &[u8], id: &RequestId) -> Option<ServerJsonRpcMessage> {
+        let text = std::str::from_utf8(body).ok()?;
+        // Through the ingress like every answer: secrets hidden, its shape bounded.
+        let (text, _) = ingress::inspect(&self.config.redactor, text, Expect::Other, 0).ok()?;
+        let answer = serde_json::from_str::<ServerJsonRpcMessage>(&text).ok()?;
+        match &answer {
+            JsonRpcMessage::Error(error) if error.id.as_ref() == Some(id) => Some(answer),
+            _ => None,
+        }
+    }
+
+    /// The start of an error answer's body: at most [`ERROR_BODY_LIMIT`] bytes, within
+    /// [`ERROR_BODY_WAIT`] and the transport's lifetime; what came by then (a body that
+    /// breaks off is read as far as it came).
+    async fn read_error_body(&self, response: reqwest::Response) -> Vec<u8> {
+        let mut body = Vec::new();
+        let mut stream = response.bytes_stream();
+        let read = async {
+            while let Some(Ok(chunk)) = stream.next().await {
+                let room = ERROR_BODY_LIMIT - body.len();
+                body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+                if body.len() == ERROR_BODY_LIMIT {
+                    break;
+                }
+            }
         };
-        Ok(StreamableHttpPostResponse::Json(
-            ServerJsonRpcMessage::error(error, Some(request.id.clone())),
-            None,
-        ))
+        tokio::select! {
+            () = read => {}
+            () = tokio::time::sleep(ERROR_BODY_WAIT) => {}
+            () = self.lifetime.cancelled() => {}
+        }
+        body
     }
 
     /// An answer that is not MCP: recorded (for the call, or the transport), and an error

@@ -3,7 +3,9 @@
 //! the body is UTF-8 with invalid bytes replaced, a line without a colon is a field with an
 //! empty value, an unknown field and a `retry` that is not digits are ignored, a repeated
 //! `event` or `id` replaces the earlier one, an `id` holding NUL is ignored, and an event
-//! not ended by a blank line when the body ends is dropped.
+//! not ended by a blank line when the body ends is dropped. A `retry` is a server's number
+//! that becomes a delay: it is bounded here, where it is read ([`MAX_RETRY_MS`]), so no
+//! reader meets a larger one.
 //!
 //! `sse-stream`, which rmcp's own transport uses, fails the whole stream on each of those
 //! (and so the call, as a broken connection, although the server answered in full). The
@@ -18,6 +20,8 @@ use rmcp::transport::streamable_http_client::SseError;
 use sse_stream::Sse;
 
 const BYTE_ORDER_MARK: &[u8] = b"\xEF\xBB\xBF";
+/// The longest reconnection delay a server's `retry` may ask for, in milliseconds.
+pub(super) const MAX_RETRY_MS: u64 = 5_000;
 
 /// The parser's state between chunks of the body.
 #[derive(Debug, Default)]
@@ -92,10 +96,10 @@ impl Parser {
             b"event" => self.event.get_or_insert_default().event = Some(text()),
             b"id" if !value.contains(&0) => self.event.get_or_insert_default().id = Some(text()),
             b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
-                // Digits only, so UTF-8; too large for a u64 is ignored too.
-                if let Ok(retry) = text().parse() {
-                    self.event.get_or_insert_default().retry = Some(retry);
-                }
+                // Digits only, so UTF-8; any number of them (a u64 holds 20) saturates
+                // at the bound.
+                let retry = text().parse().unwrap_or(u64::MAX).min(MAX_RETRY_MS);
+                self.event.get_or_insert_default().retry = Some(retry);
             }
             _ => {}
         }
@@ -210,6 +214,14 @@ mod tests {
                 "retry and id",
                 vec![b"id: 7\nretry: 1000\n\n"],
                 vec![sse(None, None, Some("7"), Some(1000))],
+            ),
+            (
+                "a retry is bounded, however large",
+                vec![b"retry: 18446744073709551615\n\nretry: 99999999999999999999999999\n\n"],
+                vec![
+                    sse(None, None, None, Some(MAX_RETRY_MS)),
+                    sse(None, None, None, Some(MAX_RETRY_MS)),
+                ],
             ),
             (
                 "invalid UTF-8 is replaced",

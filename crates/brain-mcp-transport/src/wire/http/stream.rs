@@ -36,8 +36,6 @@ use crate::{
 };
 
 const LAST_EVENT_ID_HEADER: &str = "last-event-id";
-/// The longest reconnection delay a server's `retry` may ask for.
-const MAX_RETRY_MS: u64 = 5_000;
 
 impl HttpBackend {
     /// Opens a GET stream: a call's stream resumed (its key is in the event id), or the
@@ -118,6 +116,8 @@ impl HttpBackend {
                     status: status.as_u16(),
                     session: session_id.is_some(),
                     challenge: None,
+                    reason: None,
+                    old_sse: false,
                 },
             };
             self.failed(call.as_deref(), failure);
@@ -189,7 +189,6 @@ impl HttpBackend {
                 .map(move |event| {
                     let mut sse = event?;
                     backend.hide_secrets(&mut sse);
-                    sse.retry = sse.retry.map(|retry| retry.min(MAX_RETRY_MS));
                     // Only a call's stream carries resume ids of ours: one the server
                     // forged here must not resume another call's stream.
                     if sse.id.as_deref().and_then(parse_resume_id).is_some() {
@@ -231,8 +230,8 @@ impl HttpBackend {
                             return std::future::ready(Some(Err(SseError::InvalidLine)));
                         }
                         let id = sse.id.as_ref().map(|id| resume_id(key, id));
-                        // A server's retry is bounded: it must not park the call.
-                        let retry = sse.retry.map(|retry| retry.min(MAX_RETRY_MS));
+                        // A server's retry was bounded where it was read.
+                        let retry = sse.retry;
                         let progress = progress_message(sse.data.as_deref());
                         if progress.is_some_and(|message| call.route(&message)) {
                             // Delivered to the call. rmcp still sees the event's id (and

@@ -33,6 +33,23 @@ use crate::endpoint::{Endpoint, StdioEndpoint};
 
 /// How much of the child's stderr is kept for error messages.
 const STDERR_TAIL: usize = 8 * 1024;
+/// How many of its last non-empty stderr lines an error message quotes: the line that
+/// says what is wrong is often a few lines above the last (a usage line, a stack frame).
+const STDERR_LINES: usize = 5;
+/// How many characters of each quoted line.
+const STDERR_LINE_CHARS: usize = 200;
+/// How long an error message waits for a dying child's exit, then for the rest of its
+/// stderr.
+const DETAIL_WAIT: Duration = Duration::from_millis(200);
+
+/// Sends `true` when dropped.
+struct SetOnDrop(watch::Sender<bool>);
+
+impl Drop for SetOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.send(true);
+    }
+}
 
 /// The variables a stdio server inherits from the host by default: those the official
 /// TypeScript and python SDKs pass (the rest of the host's environment, other bindings'
@@ -47,6 +64,8 @@ pub(crate) struct Process {
     stdout: Option<ChildStdout>,
     stdin: Option<ChildStdin>,
     stderr: Arc<Mutex<VecDeque<u8>>>,
+    /// Turns true when the stderr drain has ended (the pipe's end, or the close).
+    drained: watch::Receiver<bool>,
     exit: watch::Receiver<Exit>,
     /// Ends the stderr drain: a descendant that left the group may hold the pipe.
     closed: CancellationToken,
@@ -97,10 +116,13 @@ impl Process {
         let pid = child.id();
         let closed = CancellationToken::new();
         let stderr = Arc::new(Mutex::new(VecDeque::with_capacity(STDERR_TAIL)));
+        let (drain_ended, drained) = watch::channel(false);
         if let Some(mut pipe) = child.stderr.take() {
             let tail = Arc::clone(&stderr);
             let closed = closed.clone();
             tasks.spawn(async move {
+                // Whatever ends the drain, the tail is then as full as it gets.
+                let _ended = SetOnDrop(drain_ended);
                 let mut buffer = [0u8; 4096];
                 loop {
                     let read = tokio::select! {
@@ -139,6 +161,7 @@ impl Process {
             stdout,
             stdin,
             stderr,
+            drained,
             exit,
             closed,
             kill,
@@ -167,28 +190,34 @@ impl Process {
         }
     }
 
-    /// `" (exit status 3; stderr: last line)"`, or only the stderr line while it runs.
+    /// `" (exit status 3; stderr: line | ... | last line)"`, or only the stderr lines
+    /// while it runs: the last few non-empty lines, each one line of at most
+    /// [`STDERR_LINE_CHARS`], the endpoint's secrets hidden (see [`Endpoint::quote`]).
     pub(crate) async fn stopped_detail(&self, endpoint: &Endpoint) -> String {
         // Give a dying child a moment to be reaped, so its status can be reported.
         let mut exit = self.exit.clone();
-        let status = tokio::time::timeout(
-            Duration::from_millis(200),
-            exit.wait_for(|exit| *exit != Exit::Running),
-        )
-        .await
-        .ok()
-        .and_then(|exit| match exit.ok().as_deref() {
-            Some(Exit::Exited(status)) => *status,
-            _ => None,
-        });
+        let status =
+            tokio::time::timeout(DETAIL_WAIT, exit.wait_for(|exit| *exit != Exit::Running))
+                .await
+                .ok()
+                .and_then(|exit| match exit.ok().as_deref() {
+                    Some(Exit::Exited(status)) => *status,
+                    _ => None,
+                });
+        if status.is_some() {
+            // The child is gone, but what it wrote last may still be in the pipe: the
+            // drain reads it to the pipe's end (a descendant that holds the pipe is
+            // waited for only briefly).
+            let mut drained = self.drained.clone();
+            let _ = tokio::time::timeout(DETAIL_WAIT, drained.wait_for(|ended| *ended)).await;
+        }
         let tail = {
             let tail = self.stderr.lock().unwrap_or_else(PoisonError::into_inner);
             let bytes: Vec<u8> = tail.iter().copied().collect();
-            let text = String::from_utf8_lossy(&bytes).into_owned();
-            text.lines()
-                .rev()
-                .find(|line| !line.trim().is_empty())
-                .map(|line| endpoint.quote(line.trim(), 200))
+            // A full tail starts inside a line: that part is not quoted.
+            let cut = tail.len() == STDERR_TAIL;
+            drop(tail);
+            last_lines(&String::from_utf8_lossy(&bytes), cut, endpoint)
         };
         match (status, tail) {
             (Some(status), Some(line)) => format!(" ({status}; stderr: {line})"),
@@ -226,6 +255,19 @@ impl Process {
     }
 }
 
+/// The last [`STDERR_LINES`] non-empty lines of `text`, quoted, oldest first, joined
+/// with ` | `; `cut`: the first line is a fragment and is left out.
+fn last_lines(text: &str, cut: bool, endpoint: &Endpoint) -> Option<String> {
+    let mut lines: Vec<&str> = text.lines().skip(usize::from(cut)).collect();
+    lines.retain(|line| !line.trim().is_empty());
+    let from = lines.len().saturating_sub(STDERR_LINES);
+    let quoted: Vec<String> = lines[from..]
+        .iter()
+        .map(|line| endpoint.quote(line.trim(), STDERR_LINE_CHARS))
+        .collect();
+    (!quoted.is_empty()).then(|| quoted.join(" | "))
+}
+
 impl Drop for Process {
     fn drop(&mut self) {
         // The call was dropped (or its close ran): kill now; the reaper reaps.
@@ -233,5 +275,39 @@ impl Drop for Process {
             self.kill_group();
         }
         self.closed.cancel();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_lines_are_quoted_with_real_secrets_hidden() {
+        let endpoint = Endpoint::Stdio(
+            StdioEndpoint::new("server", ["--db-path", "/srv/notes.sqlite"])
+                .env("API_KEY", "sk-live-0123456789"),
+        );
+        let text = "starting\n\nusing key sk-live-0123456789\nerror: cannot open \
+                    /srv/notes.sqlite\n  at open (db.js:1)\n  at main (index.js:9)\n\n\
+                    exiting\x1b[31m\n";
+        assert_eq!(
+            last_lines(text, false, &endpoint).as_deref(),
+            Some(
+                "using key <redacted> | error: cannot open /srv/notes.sqlite | at open \
+                 (db.js:1) | at main (index.js:9) | exiting [31m"
+            )
+        );
+        assert_eq!(
+            last_lines("ial line\nwhole line\n", true, &endpoint).as_deref(),
+            Some("whole line")
+        );
+        assert_eq!(last_lines(" \n\n", false, &endpoint), None);
+        let long = "x".repeat(10 * STDERR_LINE_CHARS);
+        let quoted = last_lines(&format!("{long}\n{long}"), false, &endpoint).unwrap();
+        assert!(
+            quoted.chars().count() <= 2 * (STDERR_LINE_CHARS + 1) + 3,
+            "{quoted}"
+        );
     }
 }
