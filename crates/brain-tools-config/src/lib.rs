@@ -38,6 +38,7 @@ mod parse;
 mod path;
 mod schema;
 mod serialize;
+pub mod text;
 
 pub use auth::{
     ClientCredentialsAuth, EnterpriseAuth, McpAuth, OAuthAuth, SigningAlgorithm,
