@@ -28,6 +28,7 @@ use crate::util;
 
 /// The published library crates (`mcp-tools` is a binary: it has no library API).
 pub(crate) const CRATES: &[&str] = &[
+    "brain-tools-auth",
     "brain-tools-config",
     "brain-tools-policy",
     "brain-tools-events",

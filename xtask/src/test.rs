@@ -111,6 +111,7 @@ const REPOSITORY: &str = "https://github.com/brain-dev/brain-mcp-tools";
 
 /// The crates that publish, in dependency order; every other member is `publish = false`.
 const PUBLISHED: &[&str] = &[
+    "brain-tools-auth",
     "brain-tools-config",
     "brain-tools-policy",
     "brain-tools-events",
@@ -390,6 +391,15 @@ fn dependency_direction() -> anyhow::Result<()> {
         ("brain-tools-providers", "tokio"),
         ("brain-tools-providers", "rmcp"),
     ];
+    // The auth model is plain data both the config and the transport share: it depends on
+    // nothing at all.
+    let auth = dependencies("brain-tools-auth", false)?;
+    if !auth.is_empty() {
+        problems.push(format!(
+            "brain-tools-auth depends on {}",
+            auth.into_iter().collect::<Vec<_>>().join(", ")
+        ));
+    }
     for (package, dependency) in forbidden {
         let all =
             dependencies(package, false).with_context(|| format!("cargo tree -p {package}"))?;

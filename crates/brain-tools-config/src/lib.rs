@@ -41,8 +41,8 @@ mod serialize;
 pub mod text;
 
 pub use auth::{
-    ClientCredentialsAuth, EnterpriseAuth, McpAuth, OAuthAuth, SigningAlgorithm,
-    TokenEndpointAuthMethod, WorkloadIdentityAuth,
+    ClientAuthentication, ClientCredentialsAuth, EnterpriseAuth, McpAuth, OAuthAuth, SecretMethod,
+    SigningAlgorithm, TokenEndpointAuthMethod, WorkloadIdentityAuth,
 };
 pub use binding::{
     DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_SECONDS, EnvValue, HostConfig, HttpTarget,

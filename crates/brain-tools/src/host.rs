@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, field};
 
 use crate::{
-    bindings::{GrantError, grant_of},
+    bindings::grant_of,
     executor::{HttpToolCall, HttpToolExecutor, HttpToolOutput},
     sink::EventSink,
 };
@@ -423,12 +423,8 @@ impl ToolHost {
         grant_of(auth, |variable| tokens(variable))
             .map(Some)
             .map_err(|error| {
-                let kind = match error {
-                    GrantError::Unsupported => ErrorKind::AuthorizationFailed,
-                    _ => ErrorKind::MissingToken,
-                };
                 ToolError::new(
-                    kind,
+                    ErrorKind::MissingToken,
                     Delivery::NotSent,
                     format!("{tool} was not called because {error}"),
                 )
@@ -575,7 +571,7 @@ fn grant_secrets(grant: &Grant) -> Vec<Secret> {
             ClientAuthentication::PrivateKeyJwt { key, .. } => vec![key.clone()],
             _ => Vec::new(),
         },
-        Grant::AuthorizationCode(grant) => grant.client_secret.iter().cloned().collect(),
+        Grant::OAuth(grant) => grant.client_secret.iter().cloned().collect(),
         Grant::Enterprise(grant) => grant
             .client_secret
             .iter()

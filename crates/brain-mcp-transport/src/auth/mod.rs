@@ -52,7 +52,7 @@ use self::{
 use crate::{
     endpoint::{HttpEndpoint, redacted_url},
     error::{CallError, Delivery, ErrorKind},
-    grant::{Authorization, Grant},
+    grant::{Authorization, Grant, GrantExt},
     secret::Secret,
 };
 
@@ -366,7 +366,7 @@ impl Auth {
     ) -> Result<usize, CallError> {
         lock(&self.inner.entries)
             .retain(|key, _| !(key.tenant == authorization.tenant && key.url == url));
-        if !matches!(authorization.grant, Grant::AuthorizationCode(_)) {
+        if !matches!(authorization.grant, Grant::OAuth(_)) {
             return Ok(0);
         }
         let store = &self.inner.store;
@@ -395,7 +395,7 @@ impl Auth {
         authorization: &Authorization,
         url: &str,
     ) -> Result<GrantStatus, CallError> {
-        if !matches!(authorization.grant, Grant::AuthorizationCode(_)) {
+        if !matches!(authorization.grant, Grant::OAuth(_)) {
             return Ok(GrantStatus::AtCallTime);
         }
         let mut best: Option<StoredGrantSummary> = None;
@@ -476,7 +476,7 @@ fn more_than_granted(scopes: &[String]) -> CallError {
 /// authorization: it is not sent a third time.
 fn refused_again(grant: &Grant, status: u16, scopes: &[String]) -> CallError {
     match (status, grant) {
-        (403, Grant::AuthorizationCode(_)) => more_than_granted(scopes),
+        (403, Grant::OAuth(_)) => more_than_granted(scopes),
         (403, _) => errors::failed(format!(
             "the server refused the call again for want of scope ({}), after a step-up",
             crate::secret::one_line(&scopes.join(" "), 200)
@@ -490,7 +490,7 @@ fn refused_again(grant: &Grant, status: u16, scopes: &[String]) -> CallError {
 /// The error once an operation used up its authorizations.
 fn exhausted(grant: &Grant, status: u16, scopes: &[String]) -> CallError {
     match (status, grant) {
-        (403, Grant::AuthorizationCode(_)) => more_than_granted(scopes),
+        (403, Grant::OAuth(_)) => more_than_granted(scopes),
         (403, _) => errors::failed(format!(
             "the server still needs more scope ({}) after {MAX_AUTHORIZATIONS} authorizations",
             crate::secret::one_line(&scopes.join(" "), 200)

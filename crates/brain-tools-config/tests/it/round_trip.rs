@@ -3,8 +3,8 @@
 //! included.
 
 use brain_tools_config::{
-    ClientCredentialsAuth, HostConfig, McpAuth, McpServer, SigningAlgorithm, Target,
-    TokenEndpointAuthMethod,
+    ClientAuthentication, ClientCredentialsAuth, HostConfig, McpAuth, McpServer, SigningAlgorithm,
+    Target,
 };
 
 fn load(bytes: &[u8]) -> HostConfig {
@@ -49,12 +49,15 @@ fn auth_prints_right_after_token_env_in_document_order() {
     else {
         panic!("client credentials")
     };
-    let mut expected = ClientCredentialsAuth::new("brain-host");
-    expected.token_endpoint_auth_method = Some(TokenEndpointAuthMethod::PrivateKeyJwt);
-    expected.private_key_env = Some("MCP_PRIVATE_KEY".into());
-    expected.signing_algorithm = Some(SigningAlgorithm::Rs384);
-    expected.scopes = vec!["a".into(), "b".into()];
-    expected.issuer = Some("https://auth.example.com".into());
+    let expected = ClientCredentialsAuth::new(
+        "brain-host",
+        ClientAuthentication::PrivateKeyJwt {
+            key: "MCP_PRIVATE_KEY".into(),
+            algorithm: SigningAlgorithm::Rs384,
+        },
+    )
+    .scopes(["a", "b"])
+    .issuer("https://auth.example.com");
     assert_eq!(auth, &expected);
 
     let printed = serde_json::to_string(&config.tools[0]).unwrap();
