@@ -644,16 +644,19 @@ impl StoreArgs {
     pub(crate) fn repeated(&self) -> String {
         let mut flags = String::new();
         if let Some(location) = &self.location {
-            if crate::auth::is_database(location) {
+            if crate::runtime::auth::is_database(location) {
                 flags.push_str(" --store \"$MCP_TOOLS_STORE\"");
             } else {
-                flags.push_str(&format!(" --store {}", crate::auth::shell_word(location)));
+                flags.push_str(&format!(
+                    " --store {}",
+                    crate::runtime::auth::shell_word(location)
+                ));
             }
         }
         if let Some(keys) = &self.keys {
             flags.push_str(&format!(
                 " --store-keys {}",
-                crate::auth::shell_word(&keys.display().to_string())
+                crate::runtime::auth::shell_word(&keys.display().to_string())
             ));
         }
         flags

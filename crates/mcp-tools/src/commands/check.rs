@@ -8,14 +8,18 @@ use brain_tools_config::{HostConfig, Loaded, McpAuth, McpServer, Target, ToolBin
 use serde_json::Value;
 
 use crate::{
-    app::{CLOSE_GRACE, Exit, Outcome, out, outln},
-    auth,
     cli::{CheckArgs, ReportFormat},
-    diff::diff,
-    discover::{discovery_failure, endpoint, token},
-    escape::escape,
-    input, login, models,
-    progress::Spinner,
+    commands::{
+        discover::{discovery_failure, endpoint, token},
+        login,
+    },
+    dispatch::{CLOSE_GRACE, Exit, Outcome, out, outln},
+    runtime::{
+        auth, config as input,
+        diff::diff,
+        models,
+        output::{escape::escape, progress::Spinner},
+    },
 };
 
 /// Reads (at most [`input::MAX_CONFIG_BYTES`]) and validates a host config; prints every
@@ -149,7 +153,7 @@ async fn grants(
 /// `--live`: each MCP binding compared with what its server lists now.
 async fn live(args: &CheckArgs, loaded: &Loaded) -> Outcome {
     let options = ClientOptions::default().credential_store(auth::store(&args.store).await?.store);
-    let client = crate::discover::client(options)?;
+    let client = crate::commands::discover::client(options)?;
     let mut missing = 0;
     // One discovery per server, shared by its bindings.
     let mut servers: Vec<(&McpServer, Vec<&ToolBinding>)> = Vec::new();

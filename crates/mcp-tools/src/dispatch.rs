@@ -14,11 +14,9 @@ use std::{
 use clap::Parser;
 
 use crate::{
-    call, check,
     cli::{self, Command},
-    conventions, discover,
-    escape::escape,
-    login, logs,
+    commands::{call, check, completions as conventions, discover, login},
+    runtime::{logs, output::escape::escape},
 };
 
 /// How long background closes (a session's DELETE, a stdio child's exit) may run after a
@@ -59,12 +57,12 @@ pub(crate) fn write_stdout(args: fmt::Arguments<'_>) {
 
 /// `print!` through [`write_stdout`].
 macro_rules! out {
-    ($($arg:tt)*) => { $crate::app::write_stdout(format_args!($($arg)*)) };
+    ($($arg:tt)*) => { $crate::dispatch::write_stdout(format_args!($($arg)*)) };
 }
 
 /// `println!` through [`write_stdout`].
 macro_rules! outln {
-    ($($arg:tt)*) => { $crate::app::write_stdout(format_args!("{}\n", format_args!($($arg)*))) };
+    ($($arg:tt)*) => { $crate::dispatch::write_stdout(format_args!("{}\n", format_args!($($arg)*))) };
 }
 
 pub(crate) use {out, outln};

@@ -21,10 +21,10 @@ use tokio::{
 };
 
 use crate::{
-    app::Exit,
-    check::load,
     cli::{GrantTarget, StoreArgs},
-    escape,
+    commands::check::load,
+    dispatch::Exit,
+    runtime::output::escape,
 };
 
 /// A protected server as a command sees it.
@@ -511,7 +511,7 @@ mod tests {
 
     #[test]
     fn a_refusal_in_the_redirect_is_shown_escaped_and_bounded() {
-        use crate::escape::hostile::{TEXT, assert_escaped};
+        use crate::runtime::output::escape::hostile::{TEXT, assert_escaped};
         let shown = refused("access_denied", TEXT);
         assert!(shown.starts_with("the authorization server refused: access_denied x"));
         assert_escaped(&shown);

@@ -2,7 +2,7 @@
 
 use std::{io::Read, path::Path};
 
-use crate::app::Exit;
+use crate::dispatch::Exit;
 
 /// The largest host config read (64 MiB, the bound the config loader applies); a larger
 /// file is refused after reading one byte past it, so `--config /dev/zero` fails at once

@@ -9,14 +9,20 @@ use std::{
 use brain_tools::{CallScope, CancellationToken, ClientOptions, ToolHost};
 
 use crate::{
-    app::{CLOSE_GRACE, Exit, Outcome},
-    auth,
-    check::load,
     cli::{CallArgs, Format},
-    discover::{client, era},
-    human::Paint,
-    logs::color_allowed,
-    printer::{Printer, STALL, Style},
+    commands::{
+        check::load,
+        discover::{client, era},
+    },
+    dispatch::{CLOSE_GRACE, Exit, Outcome},
+    runtime::{
+        auth,
+        logs::color_allowed,
+        output::{
+            human::Paint,
+            printer::{Printer, STALL, Style},
+        },
+    },
 };
 
 /// The printing style `--format` asks for, given what stdout and stderr are.

@@ -10,12 +10,12 @@ use brain_tools::{
 use brain_tools_config::{HostConfig, McpServer, McpTarget, StdioCommand, Target, ToolBinding};
 
 use crate::{
-    app::{CLOSE_GRACE, Exit, Outcome, out, outln},
-    auth,
     cli::{DiscoverArgs, DiscoveryLimits, EraArg},
-    escape::escape,
-    input, merge, models,
-    progress::Spinner,
+    dispatch::{CLOSE_GRACE, Exit, Outcome, out, outln},
+    runtime::{
+        auth, config as input, merge, models,
+        output::{escape::escape, progress::Spinner},
+    },
 };
 
 impl DiscoveryLimits {
@@ -137,14 +137,14 @@ fn server(args: &DiscoverArgs) -> Result<(McpServer, Option<String>), Exit> {
                     "--auth is for HTTP servers (-url); pass a stdio server's secrets in its environment".into(),
                 ));
             }
-            let (command, notes) = crate::stdio::server(command, args)?;
+            let (command, notes) = crate::runtime::stdio::server(command, args)?;
             for note in notes {
                 eprintln!("mcp-tools: note: {note}");
             }
             Ok((McpServer::Stdio(command), None))
         }
         (None, None, Some(config), Some(tool)) => {
-            let loaded = crate::check::load(config)?;
+            let loaded = crate::commands::check::load(config)?;
             let binding = auth::find_binding(&loaded.config.tools, tool, config)?;
             let Some(mcp) = binding.mcp() else {
                 return Err(Exit::Failed(format!(
@@ -509,7 +509,7 @@ mod tests {
 
     #[test]
     fn a_missing_tool_is_named_with_the_servers_tools_escaped() {
-        use crate::escape::hostile::{TEXT, assert_escaped};
+        use crate::runtime::output::escape::hostile::{TEXT, assert_escaped};
         let tools = [listed(TEXT, None), listed("echo", None)];
         let message = failed(choose(&tools, &names(&[TEXT.trim_end_matches('y')]), "srv"));
         assert!(message.starts_with("srv has no tool named x"), "{message}");

@@ -10,11 +10,13 @@ use brain_tools::{ClientOptions, ErrorKind, GrantStatus, StoredGrantSummary};
 use brain_tools_config::McpAuth;
 
 use crate::{
-    app::{CLOSE_GRACE, Exit, Outcome, outln},
-    auth::{self, LoopbackAuthorizer, Protected},
     cli::{GrantTarget, LoginArgs, LogoutArgs},
-    discover::{client, era},
-    escape::escape,
+    commands::discover::{client, era},
+    dispatch::{CLOSE_GRACE, Exit, Outcome, outln},
+    runtime::{
+        auth::{self, LoopbackAuthorizer, Protected},
+        output::escape::escape,
+    },
 };
 
 /// The tenant must be one the binding is for: a grant for any other would never be used.

@@ -3,8 +3,8 @@
 use clap::CommandFactory;
 
 use crate::{
-    app::{Exit, Outcome, out},
     cli::{Cli, CompletionsArgs, ManpageArgs, Shell},
+    dispatch::{Exit, Outcome, out},
 };
 
 /// `mcp-tools completions SHELL`: the script on stdout.

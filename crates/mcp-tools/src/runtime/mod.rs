@@ -1,0 +1,10 @@
+//! What the commands share.
+
+pub(crate) mod auth;
+pub(crate) mod config;
+pub(crate) mod diff;
+pub(crate) mod logs;
+pub(crate) mod merge;
+pub(crate) mod models;
+pub(crate) mod output;
+pub(crate) mod stdio;
