@@ -1,71 +1,22 @@
-//! One run: parse the command line, install the logs, run the command, map the outcome to
-//! the exit status.
+//! One run: parse the command line, install the logs, run the command it names, and map
+//! the outcome to the exit status. Each command is a module of `commands/` that never
+//! uses another; what they share is `runtime/`.
 
-use std::{
-    ffi::OsString,
-    fmt,
-    future::Future,
-    io::{self, Write},
-    process::ExitCode,
-    sync::OnceLock,
-    time::Duration,
-};
+use std::{ffi::OsString, future::Future, process::ExitCode, time::Duration};
 
 use clap::Parser;
 
 use crate::{
     cli::{self, Command},
     commands::{call, check, completions as conventions, discover, login},
-    runtime::{logs, output::escape::escape},
+    runtime::{
+        exit::{Exit, Outcome},
+        logs, output,
+    },
 };
 
-/// How long background closes (a session's DELETE, a stdio child's exit) may run after a
-/// command has reported its outcome. The outcome is never held back by them.
-pub(crate) const CLOSE_GRACE: Duration = Duration::from_secs(1);
-
-/// How long the runtime may take to stop once the command is done.
+/// How long the tokio runtime may take to stop once the command is done.
 const RUNTIME_GRACE: Duration = Duration::from_millis(250);
-
-/// How a run ends: success, a failure (exit 1) or a usage error (exit 2).
-#[derive(Debug)]
-pub(crate) enum Exit {
-    /// Exit 1 with this one line on stderr.
-    Failed(String),
-    /// Exit 1; what went wrong was already printed.
-    Reported,
-    /// Exit 2 with this line on stderr.
-    Usage(String),
-}
-
-/// What a command gives back.
-pub(crate) type Outcome = Result<(), Exit>;
-
-/// The first failure to write to stdout (a reader that closed the pipe early), if any.
-static STDOUT_FAILED: OnceLock<String> = OnceLock::new();
-
-/// Writes to stdout without panicking (`print!` panics on a closed pipe). After a failure
-/// nothing more is written, and a run that would have succeeded exits 1 with the reason.
-pub(crate) fn write_stdout(args: fmt::Arguments<'_>) {
-    if STDOUT_FAILED.get().is_some() {
-        return;
-    }
-    let mut stdout = io::stdout().lock();
-    if let Err(error) = stdout.write_fmt(args).and_then(|()| stdout.flush()) {
-        let _ = STDOUT_FAILED.set(error.to_string());
-    }
-}
-
-/// `print!` through [`write_stdout`].
-macro_rules! out {
-    ($($arg:tt)*) => { $crate::dispatch::write_stdout(format_args!($($arg)*)) };
-}
-
-/// `println!` through [`write_stdout`].
-macro_rules! outln {
-    ($($arg:tt)*) => { $crate::dispatch::write_stdout(format_args!("{}\n", format_args!($($arg)*))) };
-}
-
-pub(crate) use {out, outln};
 
 /// Parses `args`, runs the command, and says how the process exits.
 pub(crate) fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
@@ -82,19 +33,19 @@ pub(crate) fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     let outcome = match cli.command {
         Some(Command::Completions(args)) => conventions::completions(&args),
         Some(Command::Manpage(args)) => conventions::manpage(&args),
-        Some(Command::Call(args)) => on_runtime(call::run(args)),
-        Some(Command::Check(args)) => on_runtime(check::run(args)),
-        Some(Command::Login(args)) => on_runtime(login::login(args)),
-        Some(Command::Logout(args)) => on_runtime(login::logout(args)),
-        None => on_runtime(discover::run(cli.discover)),
+        Some(Command::Call(args)) => on_tokio(call::run(args)),
+        Some(Command::Check(args)) => on_tokio(check::run(args)),
+        Some(Command::Login(args)) => on_tokio(login::login(args)),
+        Some(Command::Logout(args)) => on_tokio(login::logout(args)),
+        None => on_tokio(discover::run(cli.discover)),
     };
     exit(outcome)
 }
 
-/// Runs a command on a multi-threaded runtime, then stops the runtime within a short
-/// grace (the command has already reported, and closed what it opened within its own
-/// grace).
-fn on_runtime(command: impl Future<Output = Outcome>) -> Outcome {
+/// Runs a command on a multi-threaded tokio runtime, then stops the runtime within a
+/// short grace (the command has already reported, and closed what it opened within its
+/// own grace).
+fn on_tokio(command: impl Future<Output = Outcome>) -> Outcome {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -104,26 +55,14 @@ fn on_runtime(command: impl Future<Output = Outcome>) -> Outcome {
     outcome
 }
 
+/// The exit status of an outcome; a run that could not write all of stdout fails.
 fn exit(outcome: Outcome) -> ExitCode {
-    let outcome = match (outcome, STDOUT_FAILED.get()) {
+    let outcome = match (outcome, output::stdout_failure()) {
         (Ok(()), Some(error)) => Err(Exit::Failed(format!("cannot write to stdout: {error}"))),
         (outcome, _) => outcome,
     };
-    // A message may quote a server (a tool name, an error's text): escaped as every
-    // string shown to a person is.
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
-        Err(Exit::Failed(message)) => {
-            eprintln!("mcp-tools: {}", escape(&message, true));
-            ExitCode::from(1)
-        }
-        Err(Exit::Reported) => ExitCode::from(1),
-        Err(Exit::Usage(message)) => {
-            eprintln!(
-                "mcp-tools: {} (see mcp-tools --help)",
-                escape(&message, true)
-            );
-            ExitCode::from(2)
-        }
+        Err(exit) => exit.report(),
     }
 }

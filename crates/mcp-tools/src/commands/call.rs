@@ -14,9 +14,10 @@ use crate::{
         check::load,
         discover::{client, era},
     },
-    dispatch::{CLOSE_GRACE, Exit, Outcome},
     runtime::{
         auth,
+        client::CLOSE_GRACE,
+        exit::{Exit, Outcome},
         logs::color_allowed,
         output::{
             human::Paint,

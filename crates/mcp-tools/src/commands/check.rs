@@ -13,12 +13,14 @@ use crate::{
         discover::{discovery_failure, endpoint, token},
         login,
     },
-    dispatch::{CLOSE_GRACE, Exit, Outcome, out, outln},
     runtime::{
-        auth, config as input,
+        auth,
+        client::CLOSE_GRACE,
+        config as input,
         diff::diff,
+        exit::{Exit, Outcome},
         models,
-        output::{escape::escape, progress::Spinner},
+        output::{escape::escape, out, outln, progress::Spinner},
     },
 };
 

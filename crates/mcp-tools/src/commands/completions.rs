@@ -4,7 +4,10 @@ use clap::CommandFactory;
 
 use crate::{
     cli::{Cli, CompletionsArgs, ManpageArgs, Shell},
-    dispatch::{Exit, Outcome, out},
+    runtime::{
+        exit::{Exit, Outcome},
+        output::out,
+    },
 };
 
 /// `mcp-tools completions SHELL`: the script on stdout.

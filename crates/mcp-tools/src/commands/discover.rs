@@ -11,10 +11,13 @@ use brain_tools_config::{HostConfig, McpServer, McpTarget, StdioCommand, Target,
 
 use crate::{
     cli::{DiscoverArgs, DiscoveryLimits, EraArg},
-    dispatch::{CLOSE_GRACE, Exit, Outcome, out, outln},
     runtime::{
-        auth, config as input, merge, models,
-        output::{escape::escape, progress::Spinner},
+        auth,
+        client::CLOSE_GRACE,
+        config as input,
+        exit::{Exit, Outcome},
+        merge, models,
+        output::{escape::escape, out, outln, progress::Spinner},
     },
 };
 

@@ -12,10 +12,11 @@ use brain_tools_config::McpAuth;
 use crate::{
     cli::{GrantTarget, LoginArgs, LogoutArgs},
     commands::discover::{client, era},
-    dispatch::{CLOSE_GRACE, Exit, Outcome, outln},
     runtime::{
         auth::{self, LoopbackAuthorizer, Protected},
-        output::escape::escape,
+        client::CLOSE_GRACE,
+        exit::{Exit, Outcome},
+        output::{escape::escape, outln},
     },
 };
 

@@ -23,8 +23,7 @@ use tokio::{
 use crate::{
     cli::{GrantTarget, StoreArgs},
     commands::check::load,
-    dispatch::Exit,
-    runtime::output::escape,
+    runtime::{exit::Exit, output::escape},
 };
 
 /// A protected server as a command sees it.

@@ -2,7 +2,7 @@
 
 use std::{io::Read, path::Path};
 
-use crate::dispatch::Exit;
+use crate::runtime::exit::Exit;
 
 /// The largest host config read (64 MiB, the bound the config loader applies); a larger
 /// file is refused after reading one byte past it, so `--config /dev/zero` fails at once

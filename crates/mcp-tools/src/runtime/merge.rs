@@ -16,7 +16,7 @@ use brain_tools_config::{HostConfig, Loaded, ToolBinding};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::{dispatch::Exit, runtime::output::escape::escape};
+use crate::runtime::{exit::Exit, output::escape::escape};
 
 /// What the merge does to one binding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

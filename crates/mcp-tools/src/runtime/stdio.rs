@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use brain_tools_config::{EnvValue, StdioCommand};
 
-use crate::{cli::DiscoverArgs, commands::discover::stdio_command, dispatch::Exit};
+use crate::{cli::DiscoverArgs, commands::discover::stdio_command, runtime::exit::Exit};
 
 /// The command of `--command`, with the environment and the folder the flags give, and
 /// the notes that say what was made of relative paths.
