@@ -1,22 +1,17 @@
 //! `mcp-tools check`: validate a host config; with `--live`, compare each MCP binding
 //! with what its server lists now.
 
-use std::path::Path;
-
 use brain_tools::{ClientOptions, GrantStatus, McpClient};
-use brain_tools_config::{HostConfig, Loaded, McpAuth, McpServer, Target, ToolBinding};
+use brain_tools_config::{Loaded, McpAuth, McpServer, Target, ToolBinding};
 use serde_json::Value;
 
 use crate::{
     cli::{CheckArgs, ReportFormat},
-    commands::{
-        discover::{discovery_failure, endpoint, token},
-        login,
-    },
+    commands::login,
     runtime::{
         auth,
-        client::CLOSE_GRACE,
-        config as input,
+        client::{self, CLOSE_GRACE, discovery_failure, endpoint, token},
+        config,
         diff::diff,
         exit::{Exit, Outcome},
         models,
@@ -24,26 +19,8 @@ use crate::{
     },
 };
 
-/// Reads (at most [`input::MAX_CONFIG_BYTES`]) and validates a host config; prints every
-/// problem (and warning) on stderr.
-pub(crate) fn load(path: &Path) -> Result<Loaded, Exit> {
-    let bytes = input::read_existing(path)?;
-    match HostConfig::from_json_bytes(&bytes) {
-        Ok(loaded) => {
-            for warning in &loaded.warnings {
-                eprintln!("warning: {warning}");
-            }
-            Ok(loaded)
-        }
-        Err(errors) => {
-            eprintln!("{}: {errors}", path.display());
-            Err(Exit::Reported)
-        }
-    }
-}
-
 pub(crate) async fn run(args: CheckArgs) -> Outcome {
-    let loaded = load(&args.config)?;
+    let loaded = config::load(&args.config)?;
     let tools = loaded.config.tools.len();
     let live = if args.live {
         live(&args, &loaded).await
@@ -155,7 +132,7 @@ async fn grants(
 /// `--live`: each MCP binding compared with what its server lists now.
 async fn live(args: &CheckArgs, loaded: &Loaded) -> Outcome {
     let options = ClientOptions::default().credential_store(auth::store(&args.store).await?.store);
-    let client = crate::commands::discover::client(options)?;
+    let client = client::build(options)?;
     let mut missing = 0;
     // One discovery per server, shared by its bindings.
     let mut servers: Vec<(&McpServer, Vec<&ToolBinding>)> = Vec::new();

@@ -1,33 +1,20 @@
 //! Discovery: list a server's tools and print them as bindings, or merge them into a
 //! host config.
 
-use std::time::Duration;
-
-use brain_tools::{
-    CallError, ClientOptions, DiscoveredTool, DiscoveryRequest, Endpoint, EraPreference, ErrorKind,
-    McpClient, Secret,
-};
+use brain_tools::{ClientOptions, DiscoveredTool, ErrorKind};
 use brain_tools_config::{HostConfig, McpServer, McpTarget, StdioCommand, Target, ToolBinding};
 
 use crate::{
-    cli::{DiscoverArgs, DiscoveryLimits, EraArg},
+    cli::DiscoverArgs,
     runtime::{
         auth,
-        client::CLOSE_GRACE,
-        config as input,
+        client::{self, CLOSE_GRACE, discovery_failure, endpoint, era, token},
+        config,
         exit::{Exit, Outcome},
         merge, models,
         output::{escape::escape, out, outln, progress::Spinner},
     },
 };
-
-impl DiscoveryLimits {
-    /// A discovery request for `endpoint` within these limits.
-    pub(crate) fn request(&self, endpoint: Endpoint) -> DiscoveryRequest {
-        DiscoveryRequest::new(endpoint, Duration::from_secs(self.discovery_timeout))
-            .max_bytes(usize::try_from(self.discovery_max_bytes).unwrap_or(usize::MAX))
-    }
-}
 
 /// What `-tools` and `--merge` know of a listed tool.
 #[derive(Debug, Clone, Copy)]
@@ -53,29 +40,6 @@ struct Chosen {
     needs_tasks: Vec<String>,
 }
 
-pub(crate) fn era(era: EraArg) -> EraPreference {
-    match era {
-        EraArg::Auto => EraPreference::Auto,
-        EraArg::Legacy => EraPreference::Legacy,
-        EraArg::Modern => EraPreference::Modern,
-    }
-}
-
-/// The bearer from the variable `token_env` names (`named_by` says where the name came
-/// from: "-token-env", or a binding's field); an unset variable is an error before anything
-/// connects.
-pub(crate) fn token(token_env: Option<&str>, named_by: &str) -> Result<Option<Secret>, Exit> {
-    let Some(name) = token_env else {
-        return Ok(None);
-    };
-    match std::env::var(name) {
-        Ok(token) if !token.is_empty() => Ok(Some(Secret::new(token))),
-        _ => Err(Exit::Failed(format!(
-            "{name} is not set: export the server's API key in it (it is named by {named_by})"
-        ))),
-    }
-}
-
 /// A stdio command line, split into words as a POSIX shell splits them (quotes and
 /// backslashes; no expansions).
 pub(crate) fn stdio_command(command: &str) -> Result<StdioCommand, Exit> {
@@ -87,23 +51,6 @@ pub(crate) fn stdio_command(command: &str) -> Result<StdioCommand, Exit> {
         .next()
         .ok_or_else(|| Exit::Usage("--command needs a program".into()))?;
     Ok(StdioCommand::new(program, words))
-}
-
-/// The MCP client of a run.
-pub(crate) fn client(options: ClientOptions) -> Result<McpClient, Exit> {
-    McpClient::new(options).map_err(|error| Exit::Failed(error.to_string()))
-}
-
-pub(crate) fn endpoint(server: &McpServer, bearer: Option<Secret>) -> Endpoint {
-    brain_tools::endpoint_of(server, bearer)
-}
-
-/// What a failed discovery prints.
-pub(crate) fn discovery_failure(error: &CallError, timeout: u64) -> String {
-    match error.kind() {
-        ErrorKind::Timeout => format!("discovery took longer than {timeout} s"),
-        _ => format!("discovery failed: {}", error.detail()),
-    }
 }
 
 /// The server to list: `-url` (with `-token-env` or `--auth`), `--command`, or the
@@ -147,8 +94,8 @@ fn server(args: &DiscoverArgs) -> Result<(McpServer, Option<String>), Exit> {
             Ok((McpServer::Stdio(command), None))
         }
         (None, None, Some(config), Some(tool)) => {
-            let loaded = crate::commands::check::load(config)?;
-            let binding = auth::find_binding(&loaded.config.tools, tool, config)?;
+            let loaded = config::load(config)?;
+            let binding = config::find_binding(&loaded.config.tools, tool, config)?;
             let Some(mcp) = binding.mcp() else {
                 return Err(Exit::Failed(format!(
                     "{tool} is not bound to an MCP server; its server cannot be listed"
@@ -193,7 +140,7 @@ pub(crate) async fn run(args: DiscoverArgs) -> Outcome {
         _ => None,
     };
 
-    let client = client(options)?;
+    let client = client::build(options)?;
     // The login prompt, if any, needs stderr to itself.
     let spinner =
         (oauth != Some(true)).then(|| Spinner::start(format!("listing the tools of {described}")));
@@ -249,7 +196,7 @@ fn output(
     let bindings = bind(&chosen, server, tenants, args.prefix.as_deref());
 
     if let Some(path) = &args.merge {
-        let original = input::read_bounded(path)?;
+        let original = config::read_bounded(path)?;
         let shown = path.display().to_string();
         let plan = merge::plan(original.as_deref(), &shown, &bindings, args.replace)?;
         let changed: Vec<&str> = plan.changes.iter().map(|c| c.name.as_str()).collect();

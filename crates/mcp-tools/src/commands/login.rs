@@ -11,10 +11,9 @@ use brain_tools_config::McpAuth;
 
 use crate::{
     cli::{GrantTarget, LoginArgs, LogoutArgs},
-    commands::discover::{client, era},
     runtime::{
         auth::{self, LoopbackAuthorizer, Protected},
-        client::CLOSE_GRACE,
+        client::{self, CLOSE_GRACE, era},
         exit::{Exit, Outcome},
         output::{escape::escape, outln},
     },
@@ -91,7 +90,7 @@ pub(crate) async fn login(args: LoginArgs) -> Outcome {
     }
     let authorization = auth::authorization(tenant, &target.auth)?;
     let store = auth::store(&args.target.store).await?;
-    let client = client(
+    let client = client::build(
         ClientOptions::default()
             .era(era(args.era))
             .credential_store(store.store),
@@ -150,7 +149,7 @@ pub(crate) async fn logout(args: LogoutArgs) -> Outcome {
     let authorization = auth::stored_authorization(tenant, &target.auth)?;
     let store = auth::store(&args.target.store).await?;
     let dir = store.place;
-    let client = client(ClientOptions::default().credential_store(store.store))?;
+    let client = client::build(ClientOptions::default().credential_store(store.store))?;
     // Removed readable or not: a grant the store cannot read is repaired by a logout.
     let removed = client.forget_grant(&target.url, &authorization).await;
     client.shutdown(CLOSE_GRACE).await;

@@ -13,7 +13,7 @@ use brain_tools::{
     Authorization, AuthorizationPrompt, Authorizer, CredentialStore, FileCredentialStore, Grant,
     HostAuthError,
 };
-use brain_tools_config::{HostConfig, McpAuth, McpServer, Target, ToolBinding};
+use brain_tools_config::{HostConfig, McpAuth, McpServer, Target};
 use serde_json::{Value, json};
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
@@ -22,8 +22,7 @@ use tokio::{
 
 use crate::{
     cli::{GrantTarget, StoreArgs},
-    commands::check::load,
-    runtime::{exit::Exit, output::escape},
+    runtime::{config, exit::Exit, output::escape},
 };
 
 /// A protected server as a command sees it.
@@ -100,35 +99,12 @@ pub(crate) fn parse_auth(text: &str) -> Result<McpAuth, Exit> {
     }
 }
 
-/// The binding named `tool` in a loaded config.
-pub(crate) fn find_binding<'a>(
-    tools: &'a [ToolBinding],
-    tool: &str,
-    config: &Path,
-) -> Result<&'a ToolBinding, Exit> {
-    tools
-        .iter()
-        .find(|binding| binding.name == tool)
-        .ok_or_else(|| {
-            let names: Vec<&str> = tools.iter().take(30).map(|b| b.name.as_str()).collect();
-            Exit::Failed(format!(
-                "{} has no tool named {tool}; it has: {}",
-                config.display(),
-                if names.is_empty() {
-                    "no tools".to_owned()
-                } else {
-                    names.join(", ")
-                }
-            ))
-        })
-}
-
 /// The protected server a login or logout is about.
 pub(crate) fn target(args: &GrantTarget) -> Result<Protected, Exit> {
     match (&args.config, &args.tool, &args.url, &args.auth) {
         (Some(config), Some(tool), None, None) => {
-            let loaded = load(config)?;
-            let binding = find_binding(&loaded.config.tools, tool, config)?;
+            let loaded = config::load(config)?;
+            let binding = config::find_binding(&loaded.config.tools, tool, config)?;
             let Some(McpServer::Http { url, auth, .. }) = binding.mcp().map(|mcp| &mcp.server)
             else {
                 return Err(Exit::Failed(format!(
