@@ -11,7 +11,6 @@ use brain_tools::{CallScope, CancellationToken, ClientOptions, ToolHost};
 use crate::{
     cli::{CallArgs, Format},
     runtime::{
-        auth,
         client::{self, CLOSE_GRACE, era},
         config,
         exit::{Exit, Outcome},
@@ -20,6 +19,7 @@ use crate::{
             human::Paint,
             printer::{Printer, STALL, Style},
         },
+        store,
     },
 };
 
@@ -43,7 +43,7 @@ pub(crate) async fn run(args: CallArgs) -> Outcome {
     let loaded = config::load(&args.config)?;
     let options = ClientOptions::default()
         .era(era(args.era))
-        .credential_store(auth::store(&args.store).await?.store);
+        .credential_store(store::open(&args.store).await?.store);
     let client = client::build(options)?;
     let host = ToolHost::builder(loaded.config)
         .client(client.clone())

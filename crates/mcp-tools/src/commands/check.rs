@@ -7,7 +7,6 @@ use serde_json::Value;
 
 use crate::{
     cli::{CheckArgs, ReportFormat},
-    commands::login,
     runtime::{
         auth,
         client::{self, CLOSE_GRACE, discovery_failure, endpoint, token},
@@ -16,6 +15,7 @@ use crate::{
         exit::{Exit, Outcome},
         models,
         output::{escape::escape, out, outln, progress::Spinner},
+        shell, store,
     },
 };
 
@@ -85,9 +85,9 @@ async fn grants(
             .collect();
         let login = format!(
             "mcp-tools login {} --tenant {}{}",
-            auth::binding_flags(&args.config, names[0]),
-            auth::shell_word(tenant),
-            args.store.repeated()
+            shell::binding_flags(&args.config, names[0]),
+            shell::word(tenant),
+            shell::store_flags(&args.store)
         );
         let authorization = auth::stored_authorization(tenant, server_auth)?;
         match client.grant_status(url, &authorization).await {
@@ -95,7 +95,7 @@ async fn grants(
                 outln!(
                     "{}: tenant {tenant}'s grant: {}",
                     names.join(", "),
-                    login::describe(&summary)
+                    auth::describe(&summary)
                 );
                 usable.push(tenant.to_owned());
             }
@@ -104,7 +104,7 @@ async fn grants(
                 outln!(
                     "{}: tenant {tenant}'s grant can no longer be used ({}); run `{login}`",
                     names.join(", "),
-                    login::describe(&summary)
+                    auth::describe(&summary)
                 );
             }
             Ok(GrantStatus::Missing) => {
@@ -131,7 +131,7 @@ async fn grants(
 
 /// `--live`: each MCP binding compared with what its server lists now.
 async fn live(args: &CheckArgs, loaded: &Loaded) -> Outcome {
-    let options = ClientOptions::default().credential_store(auth::store(&args.store).await?.store);
+    let options = ClientOptions::default().credential_store(store::open(&args.store).await?.store);
     let client = client::build(options)?;
     let mut missing = 0;
     // One discovery per server, shared by its bindings.

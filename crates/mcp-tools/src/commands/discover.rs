@@ -2,7 +2,7 @@
 //! host config.
 
 use brain_tools::{ClientOptions, DiscoveredTool, ErrorKind};
-use brain_tools_config::{HostConfig, McpServer, McpTarget, StdioCommand, Target, ToolBinding};
+use brain_tools_config::{HostConfig, McpServer, McpTarget, Target, ToolBinding};
 
 use crate::{
     cli::DiscoverArgs,
@@ -13,6 +13,7 @@ use crate::{
         exit::{Exit, Outcome},
         merge, models,
         output::{escape::escape, out, outln, progress::Spinner},
+        shell, stdio, store,
     },
 };
 
@@ -40,19 +41,6 @@ struct Chosen {
     needs_tasks: Vec<String>,
 }
 
-/// A stdio command line, split into words as a POSIX shell splits them (quotes and
-/// backslashes; no expansions).
-pub(crate) fn stdio_command(command: &str) -> Result<StdioCommand, Exit> {
-    let words = shlex::split(command).ok_or_else(|| {
-        Exit::Usage("--command has an unclosed quote or a trailing backslash".into())
-    })?;
-    let mut words = words.into_iter();
-    let program = words
-        .next()
-        .ok_or_else(|| Exit::Usage("--command needs a program".into()))?;
-    Ok(StdioCommand::new(program, words))
-}
-
 /// The server to list: `-url` (with `-token-env` or `--auth`), `--command`, or the
 /// server of a config's binding (`--config F --tool B`), and how to name it in a login
 /// command.
@@ -75,8 +63,8 @@ fn server(args: &DiscoverArgs) -> Result<(McpServer, Option<String>), Exit> {
                 }
                 flags = Some(format!(
                     "--url {} --auth {}",
-                    auth::shell_word(url),
-                    auth::shell_word(text)
+                    shell::word(url),
+                    shell::word(text)
                 ));
             }
             Ok((server, flags))
@@ -87,7 +75,8 @@ fn server(args: &DiscoverArgs) -> Result<(McpServer, Option<String>), Exit> {
                     "--auth is for HTTP servers (-url); pass a stdio server's secrets in its environment".into(),
                 ));
             }
-            let (command, notes) = crate::runtime::stdio::server(command, args)?;
+            let (command, notes) =
+                stdio::server(command, &args.env, &args.pass_env, args.cwd.as_deref())?;
             for note in notes {
                 eprintln!("mcp-tools: note: {note}");
             }
@@ -101,7 +90,7 @@ fn server(args: &DiscoverArgs) -> Result<(McpServer, Option<String>), Exit> {
                     "{tool} is not bound to an MCP server; its server cannot be listed"
                 )));
             };
-            Ok((mcp.server.clone(), Some(auth::binding_flags(config, tool))))
+            Ok((mcp.server.clone(), Some(shell::binding_flags(config, tool))))
         }
         _ => Err(Exit::Usage(
             "give -url, --command, or --config FILE --tool NAME".into(),
@@ -129,7 +118,7 @@ pub(crate) async fn run(args: DiscoverArgs) -> Outcome {
             auth: Some(server_auth),
             ..
         } => {
-            options = options.credential_store(auth::store(&args.store).await?.store);
+            options = options.credential_store(store::open(&args.store).await?.store);
             let delegated = matches!(server_auth, brain_tools_config::McpAuth::OAuth(_));
             if delegated && auth::interactive() {
                 options = options.authorizer(std::sync::Arc::new(auth::LoopbackAuthorizer));
@@ -163,8 +152,8 @@ pub(crate) async fn run(args: DiscoverArgs) -> Outcome {
                 eprintln!(
                     "mcp-tools: authorize tenant {} first: mcp-tools login {flags} --tenant {}{}",
                     tenants[0],
-                    auth::shell_word(&tenants[0]),
-                    args.store.repeated()
+                    shell::word(&tenants[0]),
+                    shell::store_flags(&args.store)
                 );
             }
             client.shutdown(CLOSE_GRACE).await;
@@ -399,32 +388,6 @@ fn review(bindings: &[ToolBinding]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_command_line_is_split_as_a_shell_splits_words() {
-        let cases: [(&str, &str, &[&str]); 5] = [
-            ("npx -y server", "npx", &["-y", "server"]),
-            ("  srv   a\tb ", "srv", &["a", "b"]),
-            (
-                r#""/opt/my server/run" --name "a b""#,
-                "/opt/my server/run",
-                &["--name", "a b"],
-            ),
-            ("srv 'it''s' \\$HOME", "srv", &["its", "$HOME"]),
-            (r#"srv --token="x y""#, "srv", &["--token=x y"]),
-        ];
-        for (line, program, args) in cases {
-            let command = stdio_command(line).unwrap();
-            assert_eq!(command.program, program, "{line}");
-            assert_eq!(command.args, args, "{line}");
-        }
-        for line in ["", "   ", "srv 'open", "srv \\"] {
-            assert!(
-                matches!(stdio_command(line), Err(Exit::Usage(_))),
-                "{line:?} is a usage error"
-            );
-        }
-    }
 
     fn listed(name: &'static str, task_support: Option<&'static str>) -> Listed<'static> {
         Listed { name, task_support }

@@ -1,21 +1,19 @@
 //! `mcp-tools login` and `mcp-tools logout`: make or remove a tenant's grant for the
 //! server of an OAuth binding.
 
-use std::{
-    sync::Arc,
-    time::{Duration, SystemTime},
-};
+use std::{sync::Arc, time::Duration};
 
-use brain_tools::{ClientOptions, ErrorKind, GrantStatus, StoredGrantSummary};
+use brain_tools::{ClientOptions, ErrorKind, GrantStatus};
 use brain_tools_config::McpAuth;
 
 use crate::{
     cli::{GrantTarget, LoginArgs, LogoutArgs},
     runtime::{
-        auth::{self, LoopbackAuthorizer, Protected},
+        auth::{self, LoopbackAuthorizer, Protected, describe},
         client::{self, CLOSE_GRACE, era},
         exit::{Exit, Outcome},
-        output::{escape::escape, outln},
+        output::outln,
+        store,
     },
 };
 
@@ -36,49 +34,6 @@ fn check_tenant(target: &Protected, args: &GrantTarget) -> Result<(), Exit> {
     Ok(())
 }
 
-/// When an access token expires, for a person: `in 59 min`, `expired`.
-fn expiry(at: Option<SystemTime>) -> String {
-    let Some(at) = at else {
-        return "no expiry given".to_owned();
-    };
-    match at.duration_since(SystemTime::now()) {
-        Ok(left) if left >= Duration::from_secs(120 * 60) => {
-            format!("expires in {} h", left.as_secs() / 3600)
-        }
-        Ok(left) if left >= Duration::from_secs(120) => {
-            format!("expires in {} min", left.as_secs() / 60)
-        }
-        Ok(left) => format!("expires in {} s", left.as_secs()),
-        Err(_) => "expired".to_owned(),
-    }
-}
-
-/// A stored grant, in one line.
-pub(crate) fn describe(summary: &StoredGrantSummary) -> String {
-    // The issuer and the scopes are what an authorization server said.
-    if summary.revoked {
-        return format!(
-            "issuer {}; revoked (the authorization server refused its refresh token)",
-            escape(&summary.key.issuer, false)
-        );
-    }
-    format!(
-        "issuer {}; scopes {}; access token {}; {}",
-        escape(&summary.key.issuer, false),
-        if summary.scopes.is_empty() {
-            "(none named)".to_owned()
-        } else {
-            escape(&summary.scopes.join(" "), false)
-        },
-        expiry(summary.expires_at),
-        if summary.refreshable {
-            "refreshed with its refresh token"
-        } else {
-            "no refresh token (log in again when it expires)"
-        }
-    )
-}
-
 pub(crate) async fn login(args: LoginArgs) -> Outcome {
     let target = auth::target(&args.target)?;
     check_tenant(&target, &args.target)?;
@@ -89,7 +44,7 @@ pub(crate) async fn login(args: LoginArgs) -> Outcome {
         ));
     }
     let authorization = auth::authorization(tenant, &target.auth)?;
-    let store = auth::store(&args.target.store).await?;
+    let store = store::open(&args.target.store).await?;
     let client = client::build(
         ClientOptions::default()
             .era(era(args.era))
@@ -147,7 +102,7 @@ pub(crate) async fn logout(args: LogoutArgs) -> Outcome {
         return Err(Exit::Usage("the tenant name is empty".into()));
     }
     let authorization = auth::stored_authorization(tenant, &target.auth)?;
-    let store = auth::store(&args.target.store).await?;
+    let store = store::open(&args.target.store).await?;
     let dir = store.place;
     let client = client::build(ClientOptions::default().credential_store(store.store))?;
     // Removed readable or not: a grant the store cannot read is repaired by a logout.

@@ -9,4 +9,6 @@ pub(crate) mod logs;
 pub(crate) mod merge;
 pub(crate) mod models;
 pub(crate) mod output;
+pub(crate) mod shell;
 pub(crate) mod stdio;
+pub(crate) mod store;
