@@ -8,7 +8,7 @@ use clap::Parser;
 
 use crate::{
     cli::{self, Command},
-    commands::{call, check, completions as conventions, discover, login},
+    commands::{call, check, completions, discover, login, logout, manpage},
     runtime::{
         exit::{Exit, Outcome},
         logs, output,
@@ -31,12 +31,12 @@ pub(crate) fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     };
     logs::init(cli.verbose);
     let outcome = match cli.command {
-        Some(Command::Completions(args)) => conventions::completions(&args),
-        Some(Command::Manpage(args)) => conventions::manpage(&args),
+        Some(Command::Completions(args)) => completions::run(&args),
+        Some(Command::Manpage(args)) => manpage::run(&args),
         Some(Command::Call(args)) => on_tokio(call::run(args)),
         Some(Command::Check(args)) => on_tokio(check::run(args)),
-        Some(Command::Login(args)) => on_tokio(login::login(args)),
-        Some(Command::Logout(args)) => on_tokio(login::logout(args)),
+        Some(Command::Login(args)) => on_tokio(login::run(args)),
+        Some(Command::Logout(args)) => on_tokio(logout::run(args)),
         None => on_tokio(discover::run(cli.discover)),
     };
     exit(outcome)

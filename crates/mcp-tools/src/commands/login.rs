@@ -1,5 +1,5 @@
-//! `mcp-tools login` and `mcp-tools logout`: make or remove a tenant's grant for the
-//! server of an OAuth binding.
+//! `mcp-tools login`: make a tenant's grant for the server of an OAuth binding, and keep
+//! it in the credential store.
 
 use std::{sync::Arc, time::Duration};
 
@@ -7,7 +7,7 @@ use brain_tools::{ClientOptions, ErrorKind, GrantStatus};
 use brain_tools_config::McpAuth;
 
 use crate::{
-    cli::{GrantTarget, LoginArgs, LogoutArgs},
+    cli::{GrantTarget, LoginArgs},
     runtime::{
         auth::{self, LoopbackAuthorizer, Protected, describe},
         client::{self, CLOSE_GRACE, era},
@@ -34,7 +34,7 @@ fn check_tenant(target: &Protected, args: &GrantTarget) -> Result<(), Exit> {
     Ok(())
 }
 
-pub(crate) async fn login(args: LoginArgs) -> Outcome {
+pub(crate) async fn run(args: LoginArgs) -> Outcome {
     let target = auth::target(&args.target)?;
     check_tenant(&target, &args.target)?;
     let tenant = args.target.tenant.trim();
@@ -93,45 +93,4 @@ pub(crate) async fn login(args: LoginArgs) -> Outcome {
             error.detail()
         ))),
     }
-}
-
-pub(crate) async fn logout(args: LogoutArgs) -> Outcome {
-    let target = auth::target(&args.target)?;
-    let tenant = args.target.tenant.trim();
-    if tenant.is_empty() {
-        return Err(Exit::Usage("the tenant name is empty".into()));
-    }
-    let authorization = auth::stored_authorization(tenant, &target.auth)?;
-    let store = store::open(&args.target.store).await?;
-    let dir = store.place;
-    let client = client::build(ClientOptions::default().credential_store(store.store))?;
-    // Removed readable or not: a grant the store cannot read is repaired by a logout.
-    let removed = client.forget_grant(&target.url, &authorization).await;
-    client.shutdown(CLOSE_GRACE).await;
-    let removed = removed.map_err(|error| {
-        Exit::Failed(format!(
-            "cannot remove the grant from {}: {}",
-            dir,
-            error.detail()
-        ))
-    })?;
-    match (&target.auth, removed) {
-        (McpAuth::OAuth(_), 0) => outln!(
-            "tenant {tenant} had no grant for {} in {}; nothing to remove",
-            target.url,
-            dir
-        ),
-        (McpAuth::OAuth(_), removed) => outln!(
-            "removed {removed} grant{} of tenant {tenant} for {} from {}",
-            if removed == 1 { "" } else { "s" },
-            target.url,
-            dir
-        ),
-        (auth, _) => outln!(
-            "{}: {} tokens are kept in memory only, never stored; nothing to remove",
-            target.url,
-            auth.type_name()
-        ),
-    }
-    Ok(())
 }
