@@ -1,5 +1,6 @@
 //! A small structural diff of two JSON values, for `check --live`: lines for a person,
-//! the server's keys and values in them escaped ([`crate::runtime::output::escape::escape`]).
+//! the server's keys and values in them escaped
+//! ([`crate::runtime::output::escape::escape`]).
 
 use serde_json::Value;
 

@@ -3,7 +3,7 @@
 //! printer does the I/O.
 //!
 //! Everything a server sent (text, structured content, names, MIME types) and every path
-//! shown goes through [`crate::runtime::output::escape::escape`] (`\u{1b}`), so a tool cannot move the
+//! shown goes through [`super::escape::escape`] (`\u{1b}`), so a tool cannot move the
 //! cursor, recolour or retitle the terminal of the person reading it, or reorder or hide
 //! what they read.
 
