@@ -6,6 +6,7 @@ mod discover;
 mod fleet;
 mod help;
 mod human;
+mod layers;
 mod merge;
 mod models;
 mod oauth;

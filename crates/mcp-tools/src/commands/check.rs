@@ -1,43 +1,26 @@
 //! `mcp-tools check`: validate a host config; with `--live`, compare each MCP binding
 //! with what its server lists now.
 
-use std::path::Path;
-
 use brain_tools::{ClientOptions, GrantStatus, McpClient};
-use brain_tools_config::{HostConfig, Loaded, McpAuth, McpServer, Target, ToolBinding};
+use brain_tools_config::{Loaded, McpAuth, McpServer, Target, ToolBinding};
 use serde_json::Value;
 
 use crate::{
-    app::{CLOSE_GRACE, Exit, Outcome, out, outln},
-    auth,
     cli::{CheckArgs, ReportFormat},
-    diff::diff,
-    discover::{discovery_failure, endpoint, token},
-    escape::escape,
-    input, login, models,
-    progress::Spinner,
+    runtime::{
+        auth,
+        client::{self, CLOSE_GRACE, discovery_failure, endpoint, token},
+        config,
+        diff::diff,
+        exit::{Exit, Outcome},
+        models,
+        output::{escape::escape, out, outln, progress::Spinner},
+        shell, store,
+    },
 };
 
-/// Reads (at most [`input::MAX_CONFIG_BYTES`]) and validates a host config; prints every
-/// problem (and warning) on stderr.
-pub(crate) fn load(path: &Path) -> Result<Loaded, Exit> {
-    let bytes = input::read_existing(path)?;
-    match HostConfig::from_json_bytes(&bytes) {
-        Ok(loaded) => {
-            for warning in &loaded.warnings {
-                eprintln!("warning: {warning}");
-            }
-            Ok(loaded)
-        }
-        Err(errors) => {
-            eprintln!("{}: {errors}", path.display());
-            Err(Exit::Reported)
-        }
-    }
-}
-
 pub(crate) async fn run(args: CheckArgs) -> Outcome {
-    let loaded = load(&args.config)?;
+    let loaded = config::load(&args.config)?;
     let tools = loaded.config.tools.len();
     let live = if args.live {
         live(&args, &loaded).await
@@ -102,9 +85,9 @@ async fn grants(
             .collect();
         let login = format!(
             "mcp-tools login {} --tenant {}{}",
-            auth::binding_flags(&args.config, names[0]),
-            auth::shell_word(tenant),
-            args.store.repeated()
+            shell::binding_flags(&args.config, names[0]),
+            shell::word(tenant),
+            shell::store_flags(&args.store)
         );
         let authorization = auth::stored_authorization(tenant, server_auth)?;
         match client.grant_status(url, &authorization).await {
@@ -112,7 +95,7 @@ async fn grants(
                 outln!(
                     "{}: tenant {tenant}'s grant: {}",
                     names.join(", "),
-                    login::describe(&summary)
+                    auth::describe(&summary)
                 );
                 usable.push(tenant.to_owned());
             }
@@ -121,7 +104,7 @@ async fn grants(
                 outln!(
                     "{}: tenant {tenant}'s grant can no longer be used ({}); run `{login}`",
                     names.join(", "),
-                    login::describe(&summary)
+                    auth::describe(&summary)
                 );
             }
             Ok(GrantStatus::Missing) => {
@@ -148,8 +131,8 @@ async fn grants(
 
 /// `--live`: each MCP binding compared with what its server lists now.
 async fn live(args: &CheckArgs, loaded: &Loaded) -> Outcome {
-    let options = ClientOptions::default().credential_store(auth::store(&args.store).await?.store);
-    let client = crate::discover::client(options)?;
+    let options = ClientOptions::default().credential_store(store::open(&args.store).await?.store);
+    let client = client::build(options)?;
     let mut missing = 0;
     // One discovery per server, shared by its bindings.
     let mut servers: Vec<(&McpServer, Vec<&ToolBinding>)> = Vec::new();

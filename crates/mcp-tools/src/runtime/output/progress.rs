@@ -7,7 +7,7 @@ use std::{io::IsTerminal, time::Duration};
 use brain_tools::ProgressEvent;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::human;
+use crate::runtime::output::human;
 
 /// How often a spinner turns.
 const TICK: Duration = Duration::from_millis(100);
@@ -42,7 +42,7 @@ impl Spinner {
         }
         let bar = ProgressBar::with_draw_target(None, stderr_target())
             .with_style(style("{spinner} {wide_msg} {elapsed}"))
-            .with_message(crate::escape::escape(&message, false));
+            .with_message(crate::runtime::output::escape::escape(&message, false));
         bar.enable_steady_tick(TICK);
         Self(Some(bar))
     }

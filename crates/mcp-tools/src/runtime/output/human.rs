@@ -3,7 +3,7 @@
 //! printer does the I/O.
 //!
 //! Everything a server sent (text, structured content, names, MIME types) and every path
-//! shown goes through [`crate::escape::escape`] (`\u{1b}`), so a tool cannot move the
+//! shown goes through [`super::escape::escape`] (`\u{1b}`), so a tool cannot move the
 //! cursor, recolour or retitle the terminal of the person reading it, or reorder or hide
 //! what they read.
 
@@ -12,7 +12,7 @@ use std::{fmt::Write as _, path::PathBuf};
 use base64::Engine as _;
 use brain_tools::{ContentBlock, Delivery, ErrorKind, ProgressEvent, ResultEvent};
 
-use crate::escape::escape;
+use crate::runtime::output::escape::escape;
 
 /// Colour, or none.
 #[derive(Debug, Clone, Copy, Default)]
@@ -508,7 +508,7 @@ mod tests {
     /// characters raw in strings, so it is escaped like text (keys and values).
     #[test]
     fn structured_content_cannot_drive_the_terminal() {
-        use crate::escape::hostile::{TEXT, assert_escaped};
+        use crate::runtime::output::escape::hostile::{TEXT, assert_escaped};
         let result = ResultEvent::new(
             header("structured"),
             false,

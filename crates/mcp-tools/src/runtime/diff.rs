@@ -1,9 +1,10 @@
 //! A small structural diff of two JSON values, for `check --live`: lines for a person,
-//! the server's keys and values in them escaped ([`crate::escape::escape`]).
+//! the server's keys and values in them escaped
+//! ([`crate::runtime::output::escape::escape`]).
 
 use serde_json::Value;
 
-use crate::escape::escape;
+use crate::runtime::output::escape::escape;
 
 /// At most this many differences are listed per comparison.
 const MAX_LINES: usize = 20;
@@ -92,7 +93,7 @@ mod tests {
 
     #[test]
     fn the_servers_keys_and_values_are_escaped() {
-        use crate::escape::hostile::{TEXT, assert_escaped};
+        use crate::runtime::output::escape::hostile::{TEXT, assert_escaped};
         let old = json!({"properties": {"a": 1}});
         let new = json!({"properties": {"a": 1, TEXT: TEXT}});
         let lines = diff(&old, &new);

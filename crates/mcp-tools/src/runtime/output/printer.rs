@@ -23,7 +23,7 @@ use std::{
 
 use brain_tools::{ContentBlock, EventSink, ProgressEvent, ResultEvent, ToolEvent};
 
-use crate::{
+use crate::runtime::output::{
     escape::escape,
     human::{self, Paint, ProgressSeen, Saved},
     progress::CallBar,

@@ -1,20 +1,26 @@
-//! The stdio server of a discovery (`--command`): its environment (`--env`,
-//! `--pass-env`) and its folder (`--cwd`, or the current one when the command names
-//! relative paths), as the bindings will hold them.
+//! The stdio server of a discovery (`--command`): its command line split as a shell splits
+//! it, its environment (`--env`, `--pass-env`) and its folder (`--cwd`, or the current one
+//! when the command names relative paths), as the bindings will hold them.
 
 use std::path::{Path, PathBuf};
 
 use brain_tools_config::{EnvValue, StdioCommand};
 
-use crate::{app::Exit, cli::DiscoverArgs, discover::stdio_command};
+use crate::runtime::exit::Exit;
 
-/// The command of `--command`, with the environment and the folder the flags give, and
-/// the notes that say what was made of relative paths.
-pub(crate) fn server(line: &str, args: &DiscoverArgs) -> Result<(StdioCommand, Vec<String>), Exit> {
+/// The command of `--command`, with the environment (`--env` values, `--pass-env` names)
+/// and the folder (`--cwd`) the flags give, and the notes that say what was made of
+/// relative paths.
+pub(crate) fn server(
+    line: &str,
+    values: &[(String, String)],
+    passed: &[String],
+    cwd: Option<&Path>,
+) -> Result<(StdioCommand, Vec<String>), Exit> {
     let mut command = stdio_command(line)?;
     let here = std::env::current_dir()
         .map_err(|error| Exit::Failed(format!("cannot read the current folder: {error}")))?;
-    let given = match &args.cwd {
+    let given = match cwd {
         Some(dir) => {
             let dir = here.join(dir);
             if !dir.is_dir() {
@@ -58,10 +64,21 @@ pub(crate) fn server(line: &str, args: &DiscoverArgs) -> Result<(StdioCommand, V
         }
         command.cwd = Some(utf8(cwd, "--cwd")?);
     }
-    command.env = environment(&args.env, &args.pass_env, |name| {
-        std::env::var_os(name).is_some()
-    })?;
+    command.env = environment(values, passed, |name| std::env::var_os(name).is_some())?;
     Ok((command, notes))
+}
+
+/// A stdio command line, split into words as a POSIX shell splits them (quotes and
+/// backslashes; no expansions).
+fn stdio_command(command: &str) -> Result<StdioCommand, Exit> {
+    let words = shlex::split(command).ok_or_else(|| {
+        Exit::Usage("--command has an unclosed quote or a trailing backslash".into())
+    })?;
+    let mut words = words.into_iter();
+    let program = words
+        .next()
+        .ok_or_else(|| Exit::Usage("--command needs a program".into()))?;
+    Ok(StdioCommand::new(program, words))
 }
 
 fn utf8(path: PathBuf, what: &str) -> Result<String, Exit> {
@@ -168,6 +185,32 @@ fn environment(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_command_line_is_split_as_a_shell_splits_words() {
+        let cases: [(&str, &str, &[&str]); 5] = [
+            ("npx -y server", "npx", &["-y", "server"]),
+            ("  srv   a\tb ", "srv", &["a", "b"]),
+            (
+                r#""/opt/my server/run" --name "a b""#,
+                "/opt/my server/run",
+                &["--name", "a b"],
+            ),
+            ("srv 'it''s' \\$HOME", "srv", &["its", "$HOME"]),
+            (r#"srv --token="x y""#, "srv", &["--token=x y"]),
+        ];
+        for (line, program, args) in cases {
+            let command = stdio_command(line).unwrap();
+            assert_eq!(command.program, program, "{line}");
+            assert_eq!(command.args, args, "{line}");
+        }
+        for line in ["", "   ", "srv 'open", "srv \\"] {
+            assert!(
+                matches!(stdio_command(line), Err(Exit::Usage(_))),
+                "{line:?} is a usage error"
+            );
+        }
+    }
 
     fn strings(items: &[&str]) -> Vec<String> {
         items.iter().map(|s| (*s).to_owned()).collect()

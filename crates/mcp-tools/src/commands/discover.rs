@@ -1,30 +1,21 @@
 //! Discovery: list a server's tools and print them as bindings, or merge them into a
 //! host config.
 
-use std::time::Duration;
-
-use brain_tools::{
-    CallError, ClientOptions, DiscoveredTool, DiscoveryRequest, Endpoint, EraPreference, ErrorKind,
-    McpClient, Secret,
-};
-use brain_tools_config::{HostConfig, McpServer, McpTarget, StdioCommand, Target, ToolBinding};
+use brain_tools::{ClientOptions, DiscoveredTool, ErrorKind};
+use brain_tools_config::{HostConfig, McpServer, McpTarget, Target, ToolBinding};
 
 use crate::{
-    app::{CLOSE_GRACE, Exit, Outcome, out, outln},
-    auth,
-    cli::{DiscoverArgs, DiscoveryLimits, EraArg},
-    escape::escape,
-    input, merge, models,
-    progress::Spinner,
+    cli::DiscoverArgs,
+    runtime::{
+        auth,
+        client::{self, CLOSE_GRACE, discovery_failure, endpoint, era, token},
+        config,
+        exit::{Exit, Outcome},
+        merge, models,
+        output::{escape::escape, out, outln, progress::Spinner},
+        shell, stdio, store,
+    },
 };
-
-impl DiscoveryLimits {
-    /// A discovery request for `endpoint` within these limits.
-    pub(crate) fn request(&self, endpoint: Endpoint) -> DiscoveryRequest {
-        DiscoveryRequest::new(endpoint, Duration::from_secs(self.discovery_timeout))
-            .max_bytes(usize::try_from(self.discovery_max_bytes).unwrap_or(usize::MAX))
-    }
-}
 
 /// What `-tools` and `--merge` know of a listed tool.
 #[derive(Debug, Clone, Copy)]
@@ -50,59 +41,6 @@ struct Chosen {
     needs_tasks: Vec<String>,
 }
 
-pub(crate) fn era(era: EraArg) -> EraPreference {
-    match era {
-        EraArg::Auto => EraPreference::Auto,
-        EraArg::Legacy => EraPreference::Legacy,
-        EraArg::Modern => EraPreference::Modern,
-    }
-}
-
-/// The bearer from the variable `token_env` names (`named_by` says where the name came
-/// from: "-token-env", or a binding's field); an unset variable is an error before anything
-/// connects.
-pub(crate) fn token(token_env: Option<&str>, named_by: &str) -> Result<Option<Secret>, Exit> {
-    let Some(name) = token_env else {
-        return Ok(None);
-    };
-    match std::env::var(name) {
-        Ok(token) if !token.is_empty() => Ok(Some(Secret::new(token))),
-        _ => Err(Exit::Failed(format!(
-            "{name} is not set: export the server's API key in it (it is named by {named_by})"
-        ))),
-    }
-}
-
-/// A stdio command line, split into words as a POSIX shell splits them (quotes and
-/// backslashes; no expansions).
-pub(crate) fn stdio_command(command: &str) -> Result<StdioCommand, Exit> {
-    let words = shlex::split(command).ok_or_else(|| {
-        Exit::Usage("--command has an unclosed quote or a trailing backslash".into())
-    })?;
-    let mut words = words.into_iter();
-    let program = words
-        .next()
-        .ok_or_else(|| Exit::Usage("--command needs a program".into()))?;
-    Ok(StdioCommand::new(program, words))
-}
-
-/// The MCP client of a run.
-pub(crate) fn client(options: ClientOptions) -> Result<McpClient, Exit> {
-    McpClient::new(options).map_err(|error| Exit::Failed(error.to_string()))
-}
-
-pub(crate) fn endpoint(server: &McpServer, bearer: Option<Secret>) -> Endpoint {
-    brain_tools::endpoint_of(server, bearer)
-}
-
-/// What a failed discovery prints.
-pub(crate) fn discovery_failure(error: &CallError, timeout: u64) -> String {
-    match error.kind() {
-        ErrorKind::Timeout => format!("discovery took longer than {timeout} s"),
-        _ => format!("discovery failed: {}", error.detail()),
-    }
-}
-
 /// The server to list: `-url` (with `-token-env` or `--auth`), `--command`, or the
 /// server of a config's binding (`--config F --tool B`), and how to name it in a login
 /// command.
@@ -125,8 +63,8 @@ fn server(args: &DiscoverArgs) -> Result<(McpServer, Option<String>), Exit> {
                 }
                 flags = Some(format!(
                     "--url {} --auth {}",
-                    auth::shell_word(url),
-                    auth::shell_word(text)
+                    shell::word(url),
+                    shell::word(text)
                 ));
             }
             Ok((server, flags))
@@ -137,21 +75,22 @@ fn server(args: &DiscoverArgs) -> Result<(McpServer, Option<String>), Exit> {
                     "--auth is for HTTP servers (-url); pass a stdio server's secrets in its environment".into(),
                 ));
             }
-            let (command, notes) = crate::stdio::server(command, args)?;
+            let (command, notes) =
+                stdio::server(command, &args.env, &args.pass_env, args.cwd.as_deref())?;
             for note in notes {
                 eprintln!("mcp-tools: note: {note}");
             }
             Ok((McpServer::Stdio(command), None))
         }
         (None, None, Some(config), Some(tool)) => {
-            let loaded = crate::check::load(config)?;
-            let binding = auth::find_binding(&loaded.config.tools, tool, config)?;
+            let loaded = config::load(config)?;
+            let binding = config::find_binding(&loaded.config.tools, tool, config)?;
             let Some(mcp) = binding.mcp() else {
                 return Err(Exit::Failed(format!(
                     "{tool} is not bound to an MCP server; its server cannot be listed"
                 )));
             };
-            Ok((mcp.server.clone(), Some(auth::binding_flags(config, tool))))
+            Ok((mcp.server.clone(), Some(shell::binding_flags(config, tool))))
         }
         _ => Err(Exit::Usage(
             "give -url, --command, or --config FILE --tool NAME".into(),
@@ -179,7 +118,7 @@ pub(crate) async fn run(args: DiscoverArgs) -> Outcome {
             auth: Some(server_auth),
             ..
         } => {
-            options = options.credential_store(auth::store(&args.store).await?.store);
+            options = options.credential_store(store::open(&args.store).await?.store);
             let delegated = matches!(server_auth, brain_tools_config::McpAuth::OAuth(_));
             if delegated && auth::interactive() {
                 options = options.authorizer(std::sync::Arc::new(auth::LoopbackAuthorizer));
@@ -190,7 +129,7 @@ pub(crate) async fn run(args: DiscoverArgs) -> Outcome {
         _ => None,
     };
 
-    let client = client(options)?;
+    let client = client::build(options)?;
     // The login prompt, if any, needs stderr to itself.
     let spinner =
         (oauth != Some(true)).then(|| Spinner::start(format!("listing the tools of {described}")));
@@ -213,8 +152,8 @@ pub(crate) async fn run(args: DiscoverArgs) -> Outcome {
                 eprintln!(
                     "mcp-tools: authorize tenant {} first: mcp-tools login {flags} --tenant {}{}",
                     tenants[0],
-                    auth::shell_word(&tenants[0]),
-                    args.store.repeated()
+                    shell::word(&tenants[0]),
+                    shell::store_flags(&args.store)
                 );
             }
             client.shutdown(CLOSE_GRACE).await;
@@ -246,7 +185,7 @@ fn output(
     let bindings = bind(&chosen, server, tenants, args.prefix.as_deref());
 
     if let Some(path) = &args.merge {
-        let original = input::read_bounded(path)?;
+        let original = config::read_bounded(path)?;
         let shown = path.display().to_string();
         let plan = merge::plan(original.as_deref(), &shown, &bindings, args.replace)?;
         let changed: Vec<&str> = plan.changes.iter().map(|c| c.name.as_str()).collect();
@@ -450,32 +389,6 @@ fn review(bindings: &[ToolBinding]) {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_command_line_is_split_as_a_shell_splits_words() {
-        let cases: [(&str, &str, &[&str]); 5] = [
-            ("npx -y server", "npx", &["-y", "server"]),
-            ("  srv   a\tb ", "srv", &["a", "b"]),
-            (
-                r#""/opt/my server/run" --name "a b""#,
-                "/opt/my server/run",
-                &["--name", "a b"],
-            ),
-            ("srv 'it''s' \\$HOME", "srv", &["its", "$HOME"]),
-            (r#"srv --token="x y""#, "srv", &["--token=x y"]),
-        ];
-        for (line, program, args) in cases {
-            let command = stdio_command(line).unwrap();
-            assert_eq!(command.program, program, "{line}");
-            assert_eq!(command.args, args, "{line}");
-        }
-        for line in ["", "   ", "srv 'open", "srv \\"] {
-            assert!(
-                matches!(stdio_command(line), Err(Exit::Usage(_))),
-                "{line:?} is a usage error"
-            );
-        }
-    }
-
     fn listed(name: &'static str, task_support: Option<&'static str>) -> Listed<'static> {
         Listed { name, task_support }
     }
@@ -509,7 +422,7 @@ mod tests {
 
     #[test]
     fn a_missing_tool_is_named_with_the_servers_tools_escaped() {
-        use crate::escape::hostile::{TEXT, assert_escaped};
+        use crate::runtime::output::escape::hostile::{TEXT, assert_escaped};
         let tools = [listed(TEXT, None), listed("echo", None)];
         let message = failed(choose(&tools, &names(&[TEXT.trim_end_matches('y')]), "srv"));
         assert!(message.starts_with("srv has no tool named x"), "{message}");

@@ -9,14 +9,18 @@ use std::{
 use brain_tools::{CallScope, CancellationToken, ClientOptions, ToolHost};
 
 use crate::{
-    app::{CLOSE_GRACE, Exit, Outcome},
-    auth,
-    check::load,
     cli::{CallArgs, Format},
-    discover::{client, era},
-    human::Paint,
-    logs::color_allowed,
-    printer::{Printer, STALL, Style},
+    runtime::{
+        client::{self, CLOSE_GRACE, era},
+        config,
+        exit::{Exit, Outcome},
+        logs::color_allowed,
+        output::{
+            human::Paint,
+            printer::{Printer, STALL, Style},
+        },
+        store,
+    },
 };
 
 /// The printing style `--format` asks for, given what stdout and stderr are.
@@ -36,11 +40,11 @@ fn style(format: Format, stdout_is_terminal: bool, stderr_is_terminal: bool) -> 
 pub(crate) async fn run(args: CallArgs) -> Outcome {
     let arguments: serde_json::Value = serde_json::from_str(&args.args)
         .map_err(|error| Exit::Usage(format!("--args is not JSON: {error}")))?;
-    let loaded = load(&args.config)?;
+    let loaded = config::load(&args.config)?;
     let options = ClientOptions::default()
         .era(era(args.era))
-        .credential_store(auth::store(&args.store).await?.store);
-    let client = client(options)?;
+        .credential_store(store::open(&args.store).await?.store);
+    let client = client::build(options)?;
     let host = ToolHost::builder(loaded.config)
         .client(client.clone())
         .config_path(args.config.display().to_string())

@@ -1,8 +1,12 @@
-//! Reading a host config without trusting its size.
+//! Host configs as the commands read them: without trusting their size, loaded and
+//! validated as the host loads them (every problem and warning on stderr), and a binding
+//! found by its name.
 
 use std::{io::Read, path::Path};
 
-use crate::app::Exit;
+use brain_tools_config::{HostConfig, Loaded, ToolBinding};
+
+use crate::runtime::exit::Exit;
 
 /// The largest host config read (64 MiB, the bound the config loader applies); a larger
 /// file is refused after reading one byte past it, so `--config /dev/zero` fails at once
@@ -35,9 +39,50 @@ fn read_at_most(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, Exit> {
 }
 
 /// Reads a file that must exist.
-pub(crate) fn read_existing(path: &Path) -> Result<Vec<u8>, Exit> {
+fn read_existing(path: &Path) -> Result<Vec<u8>, Exit> {
     read_bounded(path)?
         .ok_or_else(|| Exit::Failed(format!("cannot read {}: no such file", path.display())))
+}
+
+/// Reads (at most [`MAX_CONFIG_BYTES`]) and validates a host config; prints every
+/// problem (and warning) on stderr.
+pub(crate) fn load(path: &Path) -> Result<Loaded, Exit> {
+    let bytes = read_existing(path)?;
+    match HostConfig::from_json_bytes(&bytes) {
+        Ok(loaded) => {
+            for warning in &loaded.warnings {
+                eprintln!("warning: {warning}");
+            }
+            Ok(loaded)
+        }
+        Err(errors) => {
+            eprintln!("{}: {errors}", path.display());
+            Err(Exit::Reported)
+        }
+    }
+}
+
+/// The binding named `tool` in a loaded config.
+pub(crate) fn find_binding<'a>(
+    tools: &'a [ToolBinding],
+    tool: &str,
+    config: &Path,
+) -> Result<&'a ToolBinding, Exit> {
+    tools
+        .iter()
+        .find(|binding| binding.name == tool)
+        .ok_or_else(|| {
+            let names: Vec<&str> = tools.iter().take(30).map(|b| b.name.as_str()).collect();
+            Exit::Failed(format!(
+                "{} has no tool named {tool}; it has: {}",
+                config.display(),
+                if names.is_empty() {
+                    "no tools".to_owned()
+                } else {
+                    names.join(", ")
+                }
+            ))
+        })
 }
 
 #[cfg(test)]

@@ -1,19 +1,16 @@
 //! OAuth for a person at a terminal: which server and auth object a command is about, the
-//! credential store, the tenant's grant, and the authorizer that sends the person to the
-//! authorization server and receives the redirect on a loopback listener.
+//! tenant's grant, a stored grant in one line, and the authorizer that sends the person to
+//! the authorization server and receives the redirect on a loopback listener.
 
 use std::{
     io::IsTerminal,
-    path::{Path, PathBuf},
-    sync::Arc,
-    time::Duration,
+    time::{Duration, SystemTime},
 };
 
 use brain_tools::{
-    Authorization, AuthorizationPrompt, Authorizer, CredentialStore, FileCredentialStore, Grant,
-    HostAuthError,
+    Authorization, AuthorizationPrompt, Authorizer, Grant, HostAuthError, StoredGrantSummary,
 };
-use brain_tools_config::{HostConfig, McpAuth, McpServer, Target, ToolBinding};
+use brain_tools_config::{HostConfig, McpAuth, McpServer, Target};
 use serde_json::{Value, json};
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
@@ -21,10 +18,8 @@ use tokio::{
 };
 
 use crate::{
-    app::Exit,
-    check::load,
-    cli::{GrantTarget, StoreArgs},
-    escape,
+    cli::GrantTarget,
+    runtime::{config, exit::Exit, output::escape},
 };
 
 /// A protected server as a command sees it.
@@ -36,28 +31,6 @@ pub(crate) struct Protected {
     pub(crate) auth: McpAuth,
     /// The tenants of its binding (`None`: not from a config).
     pub(crate) tenants: Option<Vec<String>>,
-}
-
-/// A word as a POSIX shell reads it back: bare when it is plain, else single-quoted.
-pub(crate) fn shell_word(word: &str) -> String {
-    let plain = !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./:=@,+".contains(c));
-    if plain {
-        word.to_owned()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
-    }
-}
-
-/// The `login_flags` of a config's binding.
-pub(crate) fn binding_flags(config: &Path, tool: &str) -> String {
-    format!(
-        "--config {} --tool {}",
-        shell_word(&config.display().to_string()),
-        shell_word(tool)
-    )
 }
 
 /// An auth object given on the command line (`--auth`), checked as the config loader
@@ -101,35 +74,12 @@ pub(crate) fn parse_auth(text: &str) -> Result<McpAuth, Exit> {
     }
 }
 
-/// The binding named `tool` in a loaded config.
-pub(crate) fn find_binding<'a>(
-    tools: &'a [ToolBinding],
-    tool: &str,
-    config: &Path,
-) -> Result<&'a ToolBinding, Exit> {
-    tools
-        .iter()
-        .find(|binding| binding.name == tool)
-        .ok_or_else(|| {
-            let names: Vec<&str> = tools.iter().take(30).map(|b| b.name.as_str()).collect();
-            Exit::Failed(format!(
-                "{} has no tool named {tool}; it has: {}",
-                config.display(),
-                if names.is_empty() {
-                    "no tools".to_owned()
-                } else {
-                    names.join(", ")
-                }
-            ))
-        })
-}
-
 /// The protected server a login or logout is about.
 pub(crate) fn target(args: &GrantTarget) -> Result<Protected, Exit> {
     match (&args.config, &args.tool, &args.url, &args.auth) {
         (Some(config), Some(tool), None, None) => {
-            let loaded = load(config)?;
-            let binding = find_binding(&loaded.config.tools, tool, config)?;
+            let loaded = config::load(config)?;
+            let binding = config::find_binding(&loaded.config.tools, tool, config)?;
             let Some(McpServer::Http { url, auth, .. }) = binding.mcp().map(|mcp| &mcp.server)
             else {
                 return Err(Exit::Failed(format!(
@@ -158,82 +108,6 @@ pub(crate) fn target(args: &GrantTarget) -> Result<Protected, Exit> {
     }
 }
 
-/// The variable that names the credential store when `--store` is not given.
-pub(crate) const STORE_VARIABLE: &str = "MCP_TOOLS_STORE";
-/// The variable that holds a PostgreSQL store's key ring when `--store-keys` is not given.
-pub(crate) const STORE_KEYS_VARIABLE: &str = "MCP_TOOLS_STORE_KEYS";
-
-/// Whether a store location is a database URL rather than a folder.
-pub(crate) fn is_database(location: &str) -> bool {
-    let lower = location.trim_start().to_ascii_lowercase();
-    lower.starts_with("postgres://") || lower.starts_with("postgresql://")
-}
-
-/// An open credential store, and how to name it to a person.
-pub(crate) struct Store {
-    pub(crate) store: Arc<dyn CredentialStore>,
-    /// The folder, or "the PostgreSQL store" (its URL may hold a password).
-    pub(crate) place: String,
-}
-
-/// The credential store: `--store`, else `$MCP_TOOLS_STORE`, else the user's folder. A
-/// `postgres://` URL opens (and migrates) the shared store, its secrets sealed with the
-/// key ring of `--store-keys FILE` or `$MCP_TOOLS_STORE_KEYS`.
-pub(crate) async fn store(args: &StoreArgs) -> Result<Store, Exit> {
-    let location = args.location.clone().or_else(|| {
-        std::env::var(STORE_VARIABLE)
-            .ok()
-            .filter(|v| !v.trim().is_empty())
-    });
-    match location {
-        Some(url) if is_database(&url) => database(&url, args.keys.as_deref()).await,
-        Some(dir) => Ok(folder(PathBuf::from(dir))),
-        None => {
-            let dir = FileCredentialStore::default_dir().ok_or_else(|| {
-                Exit::Failed(
-                    "there is no default place for grants (neither XDG_STATE_HOME nor HOME is set to an absolute path); give --store DIR".into(),
-                )
-            })?;
-            Ok(folder(dir))
-        }
-    }
-}
-
-fn folder(dir: PathBuf) -> Store {
-    Store {
-        store: Arc::new(FileCredentialStore::new(&dir)),
-        place: dir.display().to_string(),
-    }
-}
-
-#[cfg(feature = "postgres")]
-async fn database(url: &str, keys: Option<&Path>) -> Result<Store, Exit> {
-    use brain_tools::{KeyRing, PostgresCredentialStore, PostgresStoreOptions};
-    let keys = match keys {
-        Some(file) => KeyRing::from_file(file),
-        None => KeyRing::from_env(STORE_KEYS_VARIABLE),
-    }
-    .map_err(|error| {
-        Exit::Failed(format!(
-            "the PostgreSQL store needs a key ring to seal grants (--store-keys FILE, or ${STORE_KEYS_VARIABLE}): {error}"
-        ))
-    })?;
-    let store = PostgresCredentialStore::connect(PostgresStoreOptions::new(url, keys))
-        .await
-        .map_err(|error| Exit::Failed(format!("cannot open the PostgreSQL store: {error}")))?;
-    Ok(Store {
-        store: Arc::new(store),
-        place: "the PostgreSQL store".into(),
-    })
-}
-
-#[cfg(not(feature = "postgres"))]
-async fn database(_: &str, _: Option<&Path>) -> Result<Store, Exit> {
-    Err(Exit::Failed(
-        "this mcp-tools was built without the `postgres` feature: it cannot use a postgres:// store".into(),
-    ))
-}
-
 /// The tenant's grant for an auth object, its secrets read from the environment now.
 pub(crate) fn authorization(tenant: &str, auth: &McpAuth) -> Result<Authorization, Exit> {
     let grant = brain_tools::grant_of(auth, |variable| std::env::var(variable).ok())
@@ -250,6 +124,49 @@ pub(crate) fn stored_authorization(tenant: &str, auth: &McpAuth) -> Result<Autho
     })
     .map_err(|error| Exit::Failed(format!("the auth object cannot be used: {error}")))?;
     Ok(Authorization::new(tenant, grant))
+}
+
+/// When an access token expires, for a person: `in 59 min`, `expired`.
+fn expiry(at: Option<SystemTime>) -> String {
+    let Some(at) = at else {
+        return "no expiry given".to_owned();
+    };
+    match at.duration_since(SystemTime::now()) {
+        Ok(left) if left >= Duration::from_secs(120 * 60) => {
+            format!("expires in {} h", left.as_secs() / 3600)
+        }
+        Ok(left) if left >= Duration::from_secs(120) => {
+            format!("expires in {} min", left.as_secs() / 60)
+        }
+        Ok(left) => format!("expires in {} s", left.as_secs()),
+        Err(_) => "expired".to_owned(),
+    }
+}
+
+/// A stored grant, in one line.
+pub(crate) fn describe(summary: &StoredGrantSummary) -> String {
+    // The issuer and the scopes are what an authorization server said.
+    if summary.revoked {
+        return format!(
+            "issuer {}; revoked (the authorization server refused its refresh token)",
+            escape::escape(&summary.key.issuer, false)
+        );
+    }
+    format!(
+        "issuer {}; scopes {}; access token {}; {}",
+        escape::escape(&summary.key.issuer, false),
+        if summary.scopes.is_empty() {
+            "(none named)".to_owned()
+        } else {
+            escape::escape(&summary.scopes.join(" "), false)
+        },
+        expiry(summary.expires_at),
+        if summary.refreshable {
+            "refreshed with its refresh token"
+        } else {
+            "no refresh token (log in again when it expires)"
+        }
+    )
 }
 
 /// Whether a person can answer here: stdin and stderr are terminals.
@@ -511,7 +428,7 @@ mod tests {
 
     #[test]
     fn a_refusal_in_the_redirect_is_shown_escaped_and_bounded() {
-        use crate::escape::hostile::{TEXT, assert_escaped};
+        use crate::runtime::output::escape::hostile::{TEXT, assert_escaped};
         let shown = refused("access_denied", TEXT);
         assert!(shown.starts_with("the authorization server refused: access_denied x"));
         assert_escaped(&shown);
@@ -547,13 +464,5 @@ mod tests {
         };
         assert!(message.starts_with("--auth.client_secret"), "{message}");
         assert!(matches!(parse_auth("{"), Err(Exit::Usage(_))));
-    }
-
-    #[test]
-    fn shell_words_survive_a_shell() {
-        assert_eq!(shell_word("acme"), "acme");
-        assert_eq!(shell_word("host config.json"), "'host config.json'");
-        assert_eq!(shell_word("it's"), r"'it'\''s'");
-        assert_eq!(shell_word(""), "''");
     }
 }

@@ -16,7 +16,7 @@ use brain_tools_config::{HostConfig, Loaded, ToolBinding};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::{app::Exit, escape::escape};
+use crate::runtime::{exit::Exit, output::escape::escape};
 
 /// What the merge does to one binding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -539,7 +539,7 @@ mod tests {
 
     #[test]
     fn the_summary_escapes_the_servers_tool_names() {
-        use crate::escape::hostile::{TEXT, assert_escaped};
+        use crate::runtime::output::escape::hostile::{TEXT, assert_escaped};
         let plan = plan(
             Some(CONFIG.as_bytes()),
             "host.json",
