@@ -46,8 +46,8 @@ pub use executor::{HttpToolCall, HttpToolExecutor, HttpToolOutput};
 pub use host::{BuildError, CallScope, ModelTool, ToolHost, ToolHostBuilder};
 pub use sink::EventSink;
 
-// Everything a host needs from the layers below, so that it depends on this crate (and
-// `brain-tools-config` for loading) and nothing else. These types are part of this
+// Everything a host needs from the layers below, so that it depends on this crate and
+// nothing else (the config crate included, as `brain_tools::config`). These types are part of this
 // crate's API: a breaking change in one is a breaking change here.
 pub use brain_mcp_transport::{
     Authorization, AuthorizationCodeGrant, AuthorizationPrompt, Authorizer, CallError,
@@ -59,7 +59,11 @@ pub use brain_mcp_transport::{
     Secret, SecretMethod, ServerRequestPolicy, SigningAlgorithm, StdioEndpoint, StoreError,
     StoredGrant, StoredGrantSummary, WorkloadIdentityGrant, progress_channel,
 };
+pub use brain_mcp_transport::{CallOutcome, CallRequest, JsonObject};
 // The credential store contract, for a host that implements its own store.
+/// The attribute a host puts on its own `CredentialStore`, `EventSink`-like and other
+/// async trait implementations (the traits here are `async_trait` traits).
+pub use async_trait::async_trait;
 pub use brain_mcp_transport::{
     DEFAULT_LEASE_TTL, Expected, GrantVersion, Lease, LeaseHolder, MAX_TOKEN_LIFETIME,
     StoreErrorKind, Swap, VersionedGrant,
@@ -68,11 +72,14 @@ pub use brain_mcp_transport::{
 pub use brain_mcp_transport::{
     KeyRing, KeyRingError, PostgresCredentialStore, PostgresStoreOptions,
 };
+/// The host config: loading, validating and writing it (the `brain-tools-config` crate).
+pub use brain_tools_config as config;
+pub use brain_tools_config::{ConfigErrors, HostConfig, Loaded, ToolBinding};
 pub use brain_tools_events::{
     CallHeader, ContentBlock, Delivery, ErrorKind, McpResult, ProgressEvent, ResultEvent,
     ToolError, ToolEvent,
 };
-pub use brain_tools_policy::PolicyError;
+pub use brain_tools_policy::{Policy, PolicyError};
 pub use tokio::time::Instant;
 pub use tokio_util::sync::CancellationToken;
 

@@ -35,6 +35,7 @@ use crate::{
     endpoint::{Endpoint, HttpEndpoint, StdioEndpoint},
     error::{CallError, Delivery, ErrorKind},
     protocol::{handler::Handler, list::list_tools},
+    secret::Secret,
     wire::http::{Clients, fresh_client, pooled_client},
 };
 
@@ -63,7 +64,7 @@ pub struct ClientOptions {
     stdio_grace: Duration,
     sse_reconnects: usize,
     max_response_bytes: usize,
-    tcp_nodelay: bool,
+    network: crate::wire::http::Network,
     warm: WarmSettings,
     /// OAuth: the credential store, the authorizer, the identity-token provider.
     auth: crate::auth::AuthOptions,
@@ -83,7 +84,10 @@ impl Default for ClientOptions {
             stdio_grace: Duration::from_secs(2),
             sse_reconnects: 3,
             max_response_bytes: 16 * 1024 * 1024,
-            tcp_nodelay: true,
+            network: crate::wire::http::Network {
+                tcp_nodelay: true,
+                ..Default::default()
+            },
             warm: WarmSettings {
                 enabled: true,
                 per_server: 2,
@@ -167,7 +171,37 @@ impl ClientOptions {
 
     /// `TCP_NODELAY` on pooled connections (default on).
     pub fn tcp_nodelay(mut self, on: bool) -> Self {
-        self.tcp_nodelay = on;
+        self.network.tcp_nodelay = on;
+        self
+    }
+
+    /// Sends every HTTP request (MCP and OAuth) through this proxy (`http://` or
+    /// `https://`, CONNECT for https servers; user info in the URL authenticates to the
+    /// proxy and is kept secret). By default the environment's proxy is used
+    /// (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`, with `NO_PROXY`), as reqwest reads it.
+    pub fn proxy(mut self, url: impl Into<String>) -> Self {
+        self.network.proxy = crate::wire::http::ProxySetting::Url(Secret::new(url.into()));
+        self
+    }
+
+    /// Uses no proxy, whatever the environment says.
+    pub fn no_proxy(mut self) -> Self {
+        self.network.proxy = crate::wire::http::ProxySetting::Off;
+        self
+    }
+
+    /// Trusts the root certificates in `pem` (one or more PEM certificates) beside the
+    /// platform's: a private CA for servers or authorization servers. May be called more
+    /// than once.
+    pub fn root_certificates_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.network.roots.push(pem.into());
+        self
+    }
+
+    /// Presents this client certificate (a PEM chain, leaf first) with its private key
+    /// (PEM: PKCS#8, PKCS#1 or SEC1) to servers that ask for one (mutual TLS).
+    pub fn client_certificate_pem(mut self, chain: impl Into<Vec<u8>>, key: Secret) -> Self {
+        self.network.identity = Some((chain.into(), key));
         self
     }
 
@@ -291,8 +325,8 @@ impl McpClient {
     /// configured for this client only.
     pub fn new(options: ClientOptions) -> Result<Self, ClientBuildError> {
         let http = Clients {
-            pooled: pooled_client(options.tcp_nodelay)?,
-            fresh: fresh_client(options.tcp_nodelay)?,
+            pooled: pooled_client(&options.network)?,
+            fresh: fresh_client(&options.network)?,
             resends: Arc::default(),
         };
         let handler = Handler::new(

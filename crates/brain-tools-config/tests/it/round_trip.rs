@@ -73,3 +73,39 @@ fn auth_prints_right_after_token_env_in_document_order() {
         )
     );
 }
+
+#[test]
+fn a_host_config_inside_a_hosts_own_serde_config() {
+    #[derive(serde::Deserialize)]
+    struct Settings {
+        #[allow(dead_code)]
+        port: u16,
+        brain: brain_tools_config::Loaded,
+        tools: HostConfig,
+    }
+    let document = serde_json::json!({
+        "port": 8080,
+        "brain": {"tools": [{"name": "search", "input_schema": {"type": "object"},
+            "url": "http://mcp.example.com/mcp", "mcp_tool": "search", "tenants": ["local"],
+            "token_env": "BRAIN_TEST_UNSET_VARIABLE_0"}]},
+        "tools": {"tools": []},
+    });
+    let settings: Settings = serde_json::from_value(document).unwrap();
+    assert_eq!(settings.brain.config.tools.len(), 1);
+    assert_eq!(settings.tools.tools.len(), 0);
+    assert!(
+        !settings.brain.warnings.is_empty(),
+        "the warnings are kept: a token over plain http, an unset variable"
+    );
+    // Every problem, each with its path inside the value.
+    let bad = serde_json::json!({"port": 1, "brain": {"tools": [{"name": "bad name"}]}, "tools": {"tools": []}});
+    let error = serde_json::from_value::<Settings>(bad)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        error.contains("tools[0]") && error.contains("name"),
+        "{error}"
+    );
+    assert!(error.contains("input_schema"), "every problem: {error}");
+}

@@ -54,7 +54,9 @@ use tokio_util::sync::CancellationToken;
 
 #[cfg(feature = "postgres")]
 pub(crate) use config::tls_config;
-pub(crate) use config::{BackendConfig, SetupError, fresh_client, pooled_client, transport_config};
+pub(crate) use config::{
+    BackendConfig, Network, ProxySetting, SetupError, fresh_client, pooled_client, transport_config,
+};
 pub(crate) use session::SessionTracker;
 
 use crate::{
@@ -449,7 +451,7 @@ mod tests {
                 None
             }
         };
-        let client = super::config::pooled_client(true).unwrap();
+        let client = super::config::pooled_client(&Default::default()).unwrap();
         let error = client
             .post(&url)
             .body("{}")
