@@ -3,8 +3,13 @@
 //! decides which context a call gets; the contexts do the rest.
 
 mod cache;
+#[cfg(feature = "otel")]
+mod export;
 mod grants;
 mod pool;
+
+#[cfg(feature = "otel")]
+pub use self::export::ExportHttpClient;
 
 use std::{
     sync::{
@@ -17,6 +22,7 @@ use std::{
 use rmcp::model::Implementation;
 use tokio::{sync::Notify, time::Instant};
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
+use tracing::Instrument;
 
 use self::{
     cache::{Cache, Known, ModernSlot, ServerKey},
@@ -25,7 +31,7 @@ use self::{
 use crate::{
     api::{
         CallOutcome, CallRequest, DEFAULT_DISCOVERY_BYTES, Discovery, DiscoveryRequest, Era,
-        EraPreference, ServerRequestPolicy,
+        EraPreference, JsonObject, ServerRequestPolicy,
     },
     context::{
         self, Opened, Purpose, Shared, legacy,
@@ -35,6 +41,7 @@ use crate::{
     endpoint::{Endpoint, HttpEndpoint, StdioEndpoint},
     error::{CallError, Delivery, ErrorKind},
     protocol::{handler::Handler, list::list_tools},
+    telemetry::{self, Metrics, Source},
     wire::http::{Clients, fresh_client, pooled_client},
 };
 
@@ -299,6 +306,7 @@ impl McpClient {
             stdio_grace: options.stdio_grace,
             sse_reconnects: options.sse_reconnects,
             max_response_bytes: options.max_response_bytes,
+            metrics: Metrics::new(),
         };
         Ok(Self {
             inner: Arc::new(Inner {
@@ -312,6 +320,7 @@ impl McpClient {
                     shared.http.pooled.clone(),
                     &options.client_name,
                     shared.tasks.clone(),
+                    shared.metrics.clone(),
                 ),
                 options,
                 shared,
@@ -328,16 +337,26 @@ impl McpClient {
     /// Runs one `tools/call`: opens an MCP context, sends the call once, streams its
     /// progress, and returns its result; the context is closed afterwards (in the
     /// background, so the result is not held back).
+    ///
+    /// With the `otel` feature, the trace context of the current `tracing` span goes to
+    /// the server in the `_meta` of the call's requests (`traceparent`, `tracestate`,
+    /// `baggage`: SEP-414), and the steps that take time are spans of their own (`open`,
+    /// `authorize`, `request`).
     pub async fn call(&self, request: CallRequest) -> Result<CallOutcome, CallError> {
         if request.authorization.is_some() {
             return grants::call(self, request).await;
         }
+        let mut request = request;
+        request.trace = telemetry::trace_meta();
         let _in_flight = InFlight::new(&self.inner.calls_in_flight);
         let key = self.pool_key(&request)?;
         let mut noted = false;
         let outcome = self
             .call_on_a_context(&request, key.as_ref(), &mut noted)
             .await;
+        if let Err(error) = &outcome {
+            request.report.set_http_status(error.status());
+        }
         // Otherwise one more warm context once this call is over, when this call reached
         // its server (a server that is down or refuses us gets no contexts opened).
         let reached = outcome
@@ -385,7 +404,12 @@ impl McpClient {
                 self.note_and_refill(key, &request.endpoint);
                 *noted = true;
             }
-            match context::call(shared, warm, request).await {
+            request.report.set_warm(Some(true));
+            shared.metrics.context(Source::Warm, &request.endpoint);
+            let outcome = context::call(shared, warm, request)
+                .instrument(tracing::info_span!("request"))
+                .await;
+            match outcome {
                 // A warm context the server no longer knows (an expired session, a
                 // process that died): the call was provably not run, so it moves to a
                 // fresh context, if its one resend is still there.
@@ -405,9 +429,21 @@ impl McpClient {
                 request.deadline,
                 &request.cancel,
                 purpose,
+                &request.trace,
             )
+            .instrument(tracing::info_span!("open"))
             .await?;
-        context::call(shared, opened, request).await
+        let source = match opened {
+            Opened::Shared(_) => Source::Shared,
+            _ => Source::Cold,
+        };
+        request
+            .report
+            .set_warm((source == Source::Cold).then_some(false));
+        shared.metrics.context(source, &request.endpoint);
+        context::call(shared, opened, request)
+            .instrument(tracing::info_span!("request"))
+            .await
     }
 
     /// Which pool serves the call, if any: stdio commands, and HTTP servers known to
@@ -462,13 +498,23 @@ impl McpClient {
             let cancel = refill.cancel.clone();
             let budget = DEFAULT_DISCOVERY_BYTES;
             let opened = match &endpoint {
+                // A warm context belongs to no call yet: it carries no trace context.
                 Endpoint::Stdio(stdio) => client
-                    .open_stdio(stdio, deadline, &cancel, shared.max_response_bytes, budget)
+                    .open_stdio(
+                        stdio,
+                        deadline,
+                        &cancel,
+                        shared.max_response_bytes,
+                        budget,
+                        &JsonObject::new(),
+                    )
                     .await
                     .map(Warm::Stdio),
-                Endpoint::Http(http) => legacy::open(shared, http, deadline, &cancel, budget)
-                    .await
-                    .map(Warm::Legacy),
+                Endpoint::Http(http) => {
+                    legacy::open(shared, http, deadline, &cancel, budget, &JsonObject::new())
+                        .await
+                        .map(Warm::Legacy)
+                }
             };
             match opened {
                 Ok(warm) => match inner.pool.put(&key, &refill, warm) {
@@ -541,6 +587,7 @@ impl McpClient {
                 Purpose::Discovery {
                     budget: request.max_bytes,
                 },
+                &telemetry::trace_meta(),
             )
             .await?;
         let era = opened.era();
@@ -556,12 +603,15 @@ impl McpClient {
     }
 
     /// Opens an MCP context on the endpoint, in the era the options and the server allow.
+    /// `trace`: the trace context of the operation, for the requests of a context opened
+    /// for it alone (a session, a process; a shared client is not).
     async fn open(
         &self,
         endpoint: &Endpoint,
         deadline: Instant,
         cancel: &CancellationToken,
         purpose: Purpose,
+        trace: &JsonObject,
     ) -> Result<Opened, CallError> {
         let shared = &self.inner.shared;
         let http = match endpoint {
@@ -579,6 +629,7 @@ impl McpClient {
                         cancel,
                         line_limit,
                         purpose.non_call_budget(),
+                        trace,
                     )
                     .await
                     .map(Opened::Stdio);
@@ -604,9 +655,16 @@ impl McpClient {
                 None => {}
             }
         }
-        legacy::open(shared, http, deadline, cancel, purpose.non_call_budget())
-            .await
-            .map(Opened::Legacy)
+        legacy::open(
+            shared,
+            http,
+            deadline,
+            cancel,
+            purpose.non_call_budget(),
+            trace,
+        )
+        .await
+        .map(Opened::Legacy)
     }
 
     /// A stdio server, started in the era the options say; in the automatic era, a
@@ -619,6 +677,7 @@ impl McpClient {
         cancel: &CancellationToken,
         line_limit: usize,
         non_call_budget: usize,
+        trace: &JsonObject,
     ) -> Result<stdio::Session, CallError> {
         let shared = &self.inner.shared;
         let cache = &self.inner.cache;
@@ -637,6 +696,7 @@ impl McpClient {
                 era,
                 line_limit,
                 non_call_budget,
+                trace,
             )
         };
         let opened = match open(era).await {

@@ -70,6 +70,20 @@ pub(crate) fn tls_config() -> Result<rustls::ClientConfig, rustls::Error> {
         .with_no_client_auth())
 }
 
+/// The client of OpenTelemetry exporters: TLS and redirects as ours, every request (its
+/// body read included) within `timeout`.
+#[cfg(feature = "otel")]
+pub(crate) fn export_client(timeout: Duration) -> Result<reqwest::Client, String> {
+    let tls = tls_config().map_err(|error| format!("TLS could not be set up: {error}"))?;
+    reqwest::Client::builder()
+        .tls_backend_preconfigured(tls)
+        .redirect(reqwest::redirect::Policy::none())
+        .tcp_nodelay(true)
+        .timeout(timeout)
+        .build()
+        .map_err(|error| format!("the export client could not be built: {error}"))
+}
+
 fn client(tcp_nodelay: bool, pooled: bool) -> Result<reqwest::Client, String> {
     let tls = tls_config().map_err(|error| format!("TLS could not be set up: {error}"))?;
     reqwest::Client::builder()

@@ -51,6 +51,8 @@ use rmcp::{
 use sse_stream::Sse;
 use tokio_util::sync::CancellationToken;
 
+#[cfg(feature = "otel")]
+pub(crate) use config::export_client;
 #[cfg(feature = "postgres")]
 pub(crate) use config::tls_config;
 pub(crate) use config::{BackendConfig, fresh_client, pooled_client, transport_config};
