@@ -40,6 +40,7 @@ mod bindings;
 mod executor;
 mod host;
 mod sink;
+mod telemetry;
 
 pub use bindings::{Bound, GrantError, bind_discovered, endpoint_of, grant_of};
 pub use executor::{HttpToolCall, HttpToolExecutor, HttpToolOutput};
@@ -49,6 +50,8 @@ pub use sink::EventSink;
 // Everything a host needs from the layers below, so that it depends on this crate (and
 // `brain-tools-config` for loading) and nothing else. These types are part of this
 // crate's API: a breaking change in one is a breaking change here.
+#[cfg(feature = "otel")]
+pub use brain_mcp_transport::ExportHttpClient;
 pub use brain_mcp_transport::{
     Authorization, AuthorizationCodeGrant, AuthorizationPrompt, Authorizer, CallError,
     ClientAuthentication, ClientBuildError, ClientCredentialsGrant, ClientOptions, ClientStats,
