@@ -17,6 +17,7 @@ use crate::{
     call, check,
     cli::{self, Command},
     conventions, discover, login, logs,
+    telemetry::{FLUSH_BOUND, Telemetry},
 };
 
 /// How long background closes (a session's DELETE, a stdio child's exit) may run after a
@@ -78,28 +79,45 @@ pub(crate) fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         }
         Err(error) => return exit(Err(Exit::Usage(cli::one_line(&error)))),
     };
-    logs::init(cli.verbose);
+    let verbose = cli.verbose;
     let outcome = match cli.command {
-        Some(Command::Completions(args)) => conventions::completions(&args),
-        Some(Command::Manpage(args)) => conventions::manpage(&args),
-        Some(Command::Call(args)) => on_runtime(call::run(args)),
-        Some(Command::Check(args)) => on_runtime(check::run(args)),
-        Some(Command::Login(args)) => on_runtime(login::login(args)),
-        Some(Command::Logout(args)) => on_runtime(login::logout(args)),
-        None => on_runtime(discover::run(cli.discover)),
+        Some(Command::Completions(args)) => {
+            logs::init(verbose, None);
+            conventions::completions(&args)
+        }
+        Some(Command::Manpage(args)) => {
+            logs::init(verbose, None);
+            conventions::manpage(&args)
+        }
+        Some(Command::Call(args)) => on_runtime(verbose, call::run(args)),
+        Some(Command::Check(args)) => on_runtime(verbose, check::run(args)),
+        Some(Command::Login(args)) => on_runtime(verbose, login::login(args)),
+        Some(Command::Logout(args)) => on_runtime(verbose, login::logout(args)),
+        None => on_runtime(verbose, discover::run(cli.discover)),
     };
     exit(outcome)
 }
 
 /// Runs a command on a multi-threaded runtime, then stops the runtime within a short
 /// grace (the command has already reported, and closed what it opened within its own
-/// grace).
-fn on_runtime(command: impl Future<Output = Outcome>) -> Outcome {
+/// grace). The logs are installed first, and OpenTelemetry beside them when the
+/// environment asks for it (feature `otel`): what is left of it is exported after the
+/// command, within [`FLUSH_BOUND`], from this thread while the runtime still runs.
+fn on_runtime(verbose: u8, command: impl Future<Output = Outcome>) -> Outcome {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|error| Exit::Failed(format!("cannot start: {error}")))?;
+    let telemetry = {
+        let _runtime = runtime.enter();
+        Telemetry::from_env()
+    };
+    logs::init(verbose, telemetry.layer());
+    for warning in telemetry.warnings() {
+        tracing::warn!("{warning}");
+    }
     let outcome = runtime.block_on(command);
+    telemetry.shutdown(FLUSH_BOUND);
     runtime.shutdown_timeout(RUNTIME_GRACE);
     outcome
 }

@@ -17,6 +17,7 @@ mod merge;
 mod models;
 mod printer;
 mod progress;
+mod telemetry;
 
 fn main() -> std::process::ExitCode {
     app::run(std::env::args_os())
