@@ -117,6 +117,11 @@ impl Metrics {
 
 #[cfg(feature = "otel")]
 mod otel {
+    use std::{
+        collections::HashMap,
+        sync::{Arc, Mutex, PoisonError},
+    };
+
     use opentelemetry::{
         KeyValue,
         metrics::{Counter, Meter},
@@ -177,25 +182,42 @@ mod otel {
         contexts: Counter<u64>,
         received: Counter<u64>,
         tokens: Counter<u64>,
+        /// The attributes of each HTTP server, by URL (bounded: cleared when full).
+        servers: Arc<Mutex<HashMap<String, Arc<[KeyValue]>>>>,
     }
 
-    /// Where a server is: `server.address` and `server.port` and `network.transport`
-    /// `tcp` for HTTP, `network.transport` `pipe` for stdio. Never the URL's path, query or
-    /// user info, nor a command's arguments.
-    fn server_attributes(server: &Endpoint, attributes: &mut Vec<KeyValue>) {
-        match server {
-            Endpoint::Http(http) => {
-                if let Ok(url) = url::Url::parse(&http.url) {
-                    if let Some(host) = url.host_str() {
-                        attributes.push(KeyValue::new("server.address", host.to_owned()));
-                    }
-                    if let Some(port) = url.port_or_known_default() {
-                        attributes.push(KeyValue::new("server.port", i64::from(port)));
-                    }
-                }
-                attributes.push(KeyValue::new("network.transport", "tcp"));
+    /// Servers whose attributes are remembered, at most.
+    const SERVERS: usize = 1024;
+
+    impl Instruments {
+        /// Where a server is: `server.address` and `server.port` and `network.transport`
+        /// `tcp` for HTTP, `network.transport` `pipe` for stdio. Never the URL's path,
+        /// query or user info, nor a command's arguments.
+        fn server_attributes(&self, server: &Endpoint, attributes: &mut Vec<KeyValue>) {
+            let Endpoint::Http(http) = server else {
+                attributes.push(KeyValue::new("network.transport", "pipe"));
+                return;
+            };
+            let mut servers = self.servers.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(known) = servers.get(&http.url) {
+                attributes.extend(known.iter().cloned());
+                return;
             }
-            Endpoint::Stdio(_) => attributes.push(KeyValue::new("network.transport", "pipe")),
+            let mut described = Vec::with_capacity(3);
+            if let Ok(url) = url::Url::parse(&http.url) {
+                if let Some(host) = url.host_str() {
+                    described.push(KeyValue::new("server.address", host.to_owned()));
+                }
+                if let Some(port) = url.port_or_known_default() {
+                    described.push(KeyValue::new("server.port", i64::from(port)));
+                }
+            }
+            described.push(KeyValue::new("network.transport", "tcp"));
+            attributes.extend(described.iter().cloned());
+            if servers.len() >= SERVERS {
+                servers.clear();
+            }
+            servers.insert(http.url.clone(), described.into());
         }
     }
 
@@ -222,18 +244,20 @@ mod otel {
                         "Token requests to authorization servers: tokens obtained for machine grants, refreshes of delegated grants",
                     )
                     .build(),
+                servers: Arc::default(),
             }
         }
 
         pub(super) fn context(&self, source: Source, server: &Endpoint) {
-            let mut attributes = vec![KeyValue::new("brain.context.source", source.as_str())];
-            server_attributes(server, &mut attributes);
+            let mut attributes = Vec::with_capacity(4);
+            attributes.push(KeyValue::new("brain.context.source", source.as_str()));
+            self.server_attributes(server, &mut attributes);
             self.contexts.add(1, &attributes);
         }
 
         pub(super) fn received(&self, bytes: usize, server: &Endpoint) {
             let mut attributes = Vec::with_capacity(3);
-            server_attributes(server, &mut attributes);
+            self.server_attributes(server, &mut attributes);
             self.received
                 .add(u64::try_from(bytes).unwrap_or(u64::MAX), &attributes);
         }

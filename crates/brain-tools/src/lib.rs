@@ -15,6 +15,11 @@
 //! Every failure becomes a `tool.result` with `is_error: true` and an error object whose
 //! kind and delivery say what happened and whether the tool may have run.
 //!
+//! Each call runs in a `tool_call` span that is OpenTelemetry's MCP client span
+//! (`tools/call {mcp_tool}`); with the `otel` feature its trace context goes to the
+//! server in `params._meta` (SEP-414) and the call metrics are recorded. See
+//! `docs/observability.md`.
+//!
 //! HTTP and SSE tools (bindings without `mcp_tool`) are handed to an
 //! [`HttpToolExecutor`] the host supplies.
 //!

@@ -28,6 +28,9 @@ pub(crate) struct Binding {
     transport: &'static str,
     /// Host and port of an HTTP server.
     server: Option<(String, u16)>,
+    /// The metric attributes that do not change from call to call.
+    #[cfg(feature = "otel")]
+    metric: otel::BindingAttributes,
 }
 
 /// The host's telemetry settings and, with the feature, its instruments.
@@ -70,6 +73,8 @@ impl Telemetry {
                             mcp_tool: Some(mcp.mcp_tool.clone()),
                             transport,
                             server,
+                            #[cfg(feature = "otel")]
+                            metric: otel::BindingAttributes::default(),
                         }
                     }
                     Target::Http(http) => Binding {
@@ -77,13 +82,22 @@ impl Telemetry {
                         mcp_tool: None,
                         transport: "tcp",
                         server: host_and_port(&http.url),
+                        #[cfg(feature = "otel")]
+                        metric: otel::BindingAttributes::default(),
                     },
                     _ => Binding {
                         name: format!("execute_tool {}", binding.name),
                         mcp_tool: None,
                         transport: "tcp",
                         server: None,
+                        #[cfg(feature = "otel")]
+                        metric: otel::BindingAttributes::default(),
                     },
+                };
+                #[cfg(feature = "otel")]
+                let described = Binding {
+                    metric: otel::BindingAttributes::of(&binding.name, &described),
+                    ..described
                 };
                 (binding.name.clone(), described)
             })
@@ -209,12 +223,8 @@ impl Telemetry {
             i64::try_from(finished.elapsed.as_millis()).unwrap_or(i64::MAX),
         );
         #[cfg(feature = "otel")]
-        self.metrics.record(
-            self.bindings.get(tool),
-            tool,
-            finished,
-            error_type.as_deref(),
-        );
+        self.metrics
+            .record(self.bindings.get(tool), finished, error_type.as_deref());
         #[cfg(not(feature = "otel"))]
         let _ = (tool, error_type);
     }
@@ -237,8 +247,10 @@ fn host_and_port(url: &str) -> Option<(String, u16)> {
 
 #[cfg(feature = "otel")]
 mod otel {
+    use std::sync::Arc;
+
     use opentelemetry::{
-        InstrumentationScope, KeyValue,
+        InstrumentationScope, KeyValue, StringValue, Value,
         metrics::{Counter, Histogram},
     };
 
@@ -248,6 +260,47 @@ mod otel {
     pub(super) const DURATION_BUCKETS: [f64; 14] = [
         0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
     ];
+
+    /// An attribute whose string is shared, so that copying it per call copies no text.
+    fn shared(key: &'static str, value: &str) -> KeyValue {
+        KeyValue::new(
+            key,
+            Value::String(StringValue::from(Arc::<str>::from(value))),
+        )
+    }
+
+    /// A binding's metric attributes, made once: `brain.tool` for the calls counter; the
+    /// conventions' attributes of the duration histogram (MCP bindings only).
+    #[derive(Debug, Clone, Default)]
+    pub(super) struct BindingAttributes {
+        tool: Option<KeyValue>,
+        duration: Vec<KeyValue>,
+    }
+
+    impl BindingAttributes {
+        pub(super) fn of(name: &str, binding: &Binding) -> Self {
+            let mut duration = Vec::new();
+            if let Some(mcp_tool) = &binding.mcp_tool {
+                duration.extend([
+                    KeyValue::new("mcp.method.name", "tools/call"),
+                    KeyValue::new("gen_ai.operation.name", "execute_tool"),
+                    shared("gen_ai.tool.name", mcp_tool),
+                    KeyValue::new("network.transport", binding.transport),
+                ]);
+                if let Some((address, port)) = &binding.server {
+                    duration.extend([
+                        KeyValue::new("network.protocol.name", "http"),
+                        shared("server.address", address),
+                        KeyValue::new("server.port", i64::from(*port)),
+                    ]);
+                }
+            }
+            Self {
+                tool: Some(shared("brain.tool", name)),
+                duration,
+            }
+        }
+    }
 
     #[derive(Debug)]
     pub(super) struct Instruments {
@@ -283,26 +336,21 @@ mod otel {
         pub(super) fn record(
             &self,
             binding: Option<&Binding>,
-            tool: &str,
             finished: &Finished<'_>,
             error_type: Option<&str>,
         ) {
             let error = finished.result.error.as_ref();
-            let mut calls = vec![
-                KeyValue::new(
-                    "brain.tool",
-                    // A tool the host does not have is not named: the model chose it.
-                    if binding.is_some() {
-                        tool.to_owned()
-                    } else {
-                        "_OTHER".to_owned()
-                    },
-                ),
-                KeyValue::new(
-                    "brain.outcome",
-                    if error.is_some() { "error" } else { "ok" },
-                ),
-            ];
+            let mut calls = Vec::with_capacity(4);
+            // A tool the host does not have is not named: the model chose the name.
+            calls.push(
+                binding
+                    .and_then(|binding| binding.metric.tool.clone())
+                    .unwrap_or_else(|| KeyValue::new("brain.tool", "_OTHER")),
+            );
+            calls.push(KeyValue::new(
+                "brain.outcome",
+                if error.is_some() { "error" } else { "ok" },
+            ));
             if let Some(error) = error {
                 calls.push(KeyValue::new("brain.error.kind", error.kind.as_str()));
                 calls.push(KeyValue::new("brain.delivery", error.delivery.as_str()));
@@ -311,23 +359,13 @@ mod otel {
             // The conventions' histogram is for MCP operations: only calls that went to
             // the MCP client (not those refused before: unknown tool, invalid arguments,
             // no token).
-            let Some((binding, mcp_tool)) = binding
-                .filter(|_| finished.sent)
-                .and_then(|binding| Some((binding, binding.mcp_tool.as_deref()?)))
+            let Some(binding) =
+                binding.filter(|binding| finished.sent && !binding.metric.duration.is_empty())
             else {
                 return;
             };
-            let mut attributes = vec![
-                KeyValue::new("mcp.method.name", "tools/call"),
-                KeyValue::new("gen_ai.operation.name", "execute_tool"),
-                KeyValue::new("gen_ai.tool.name", mcp_tool.to_owned()),
-                KeyValue::new("network.transport", binding.transport),
-            ];
-            if let Some((address, port)) = &binding.server {
-                attributes.push(KeyValue::new("network.protocol.name", "http"));
-                attributes.push(KeyValue::new("server.address", address.clone()));
-                attributes.push(KeyValue::new("server.port", i64::from(*port)));
-            }
+            let mut attributes = Vec::with_capacity(binding.metric.duration.len() + 3);
+            attributes.extend(binding.metric.duration.iter().cloned());
             if let Some(version) = finished.report.protocol_version() {
                 attributes.push(KeyValue::new("mcp.protocol.version", version));
             }

@@ -431,7 +431,6 @@ impl McpClient {
                 purpose,
                 &request.trace,
             )
-            .instrument(tracing::info_span!("open"))
             .await?;
         let source = match opened {
             Opened::Shared(_) => Source::Shared,
@@ -631,6 +630,7 @@ impl McpClient {
                         purpose.non_call_budget(),
                         trace,
                     )
+                    .instrument(tracing::info_span!("open", brain.context = "process"))
                     .await
                     .map(Opened::Stdio);
             }
@@ -646,6 +646,10 @@ impl McpClient {
                     .map(Opened::Shared),
                 Purpose::Discovery { budget } => self
                     .fresh_modern_client(http, deadline, cancel, budget)
+                    .instrument(tracing::info_span!(
+                        "open",
+                        brain.context = "2026-07-28 client"
+                    ))
                     .await?
                     .map(Opened::Owned),
             };
@@ -663,6 +667,7 @@ impl McpClient {
             purpose.non_call_budget(),
             trace,
         )
+        .instrument(tracing::info_span!("open", brain.context = "session"))
         .await
         .map(Opened::Legacy)
     }

@@ -105,7 +105,10 @@ where
 {
     match tokio_util::task::AbortOnDropHandle::new(tokio::spawn(future)).await {
         Ok(output) => output,
-        Err(error) => std::panic::resume_unwind(error.into_panic()),
+        Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+        // Cancelled: only the runtime's shutdown does that (this future aborts it only
+        // when dropped), and then nothing waits for this one either.
+        Err(_) => std::future::pending().await,
     }
 }
 
