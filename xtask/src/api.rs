@@ -49,9 +49,13 @@ const HIDDEN_TRAITS: &[&str] = &["StructuralPartialEq"];
 /// The crates whose types may appear in our public API: ours, the standard library, and
 /// the dependencies whose types we show on purpose (serde's traits and `serde_json::Value`
 /// for schemas and arguments; tokio's `Instant` and tokio-util's `CancellationToken`,
-/// re-exported by `brain-tools`). rmcp, jsonschema, reqwest, hyper, http and oauth2 may
+/// re-exported by `brain-tools`; with the `otel` feature, `opentelemetry_http`'s
+/// `HttpClient`, which `ExportHttpClient` implements for OTLP exporters: its version is
+/// part of ours; `async_trait`'s attribute, re-exported by `brain-tools` for a host's
+/// own stores and authorizers). rmcp, jsonschema, reqwest, hyper, http and oauth2 may
 /// not: a listing that names one fails, `--bless` or not.
 const ALLOWED_CRATES: &[&str] = &[
+    "brain_tools_auth",
     "brain_tools_config",
     "brain_tools_policy",
     "brain_tools_events",
@@ -65,6 +69,8 @@ const ALLOWED_CRATES: &[&str] = &[
     "serde_json",
     "tokio",
     "tokio_util",
+    "opentelemetry_http",
+    "async_trait",
 ];
 
 /// The lines of a listing that name a crate outside [`ALLOWED_CRATES`], with the crate.
