@@ -167,21 +167,18 @@ fn diff(old: &str, new: &str) -> String {
 /// `ours` maps the defining path of each public item of the crates listed before to the
 /// path a user writes; this crate's items are added to it.
 fn listing(package: &str, ours: &mut HashMap<String, String>) -> anyhow::Result<String> {
+    // Its own target directory: `RUSTC_BOOTSTRAP` changes what cargo fingerprints, so in
+    // the shared one it would rebuild every dependency for the steps after it.
+    let target = util::target_dir().join("api");
     util::run(
         util::cargo()
             .env("RUSTC_BOOTSTRAP", "1")
-            .args([
-                "rustdoc",
-                "--quiet",
-                "-p",
-                package,
-                "--lib",
-                "--all-features",
-                "--",
-            ])
-            .args(["-Z", "unstable-options", "--output-format", "json"]),
+            .args(["rustdoc", "--quiet", "-p", package, "--lib", "--all-features"])
+            .arg("--target-dir")
+            .arg(&target)
+            .args(["--", "-Z", "unstable-options", "--output-format", "json"]),
     )?;
-    let file: PathBuf = util::target_dir()
+    let file: PathBuf = target
         .join("doc")
         .join(format!("{}.json", package.replace('-', "_")));
     let text = std::fs::read_to_string(&file)
