@@ -173,7 +173,14 @@ fn listing(package: &str, ours: &mut HashMap<String, String>) -> anyhow::Result<
     util::run(
         util::cargo()
             .env("RUSTC_BOOTSTRAP", "1")
-            .args(["rustdoc", "--quiet", "-p", package, "--lib", "--all-features"])
+            .args([
+                "rustdoc",
+                "--quiet",
+                "-p",
+                package,
+                "--lib",
+                "--all-features",
+            ])
             .arg("--target-dir")
             .arg(&target)
             .args(["--", "-Z", "unstable-options", "--output-format", "json"]),

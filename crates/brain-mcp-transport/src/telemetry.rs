@@ -177,13 +177,23 @@ mod otel {
         )
     }
 
-    #[derive(Debug, Clone)]
+    #[derive(Clone)]
     pub(super) struct Instruments {
         contexts: Counter<u64>,
         received: Counter<u64>,
         tokens: Counter<u64>,
         /// The attributes of each HTTP server, by URL (bounded: cleared when full).
         servers: Arc<Mutex<HashMap<String, Arc<[KeyValue]>>>>,
+    }
+
+    /// The server URLs are left out: a URL may carry a key in its query.
+    impl std::fmt::Debug for Instruments {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            let servers = self.servers.lock().map_or(0, |servers| servers.len());
+            f.debug_struct("Instruments")
+                .field("servers", &servers)
+                .finish_non_exhaustive()
+        }
     }
 
     /// Servers whose attributes are remembered, at most.
