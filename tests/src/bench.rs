@@ -46,7 +46,6 @@ use anyhow::{Context as _, bail};
 use brain_mcp_transport::{DiscoveryRequest, Endpoint};
 use brain_tools::{CallScope, ClientOptions, EraPreference, McpClient, ToolHost};
 use brain_tools_config::HostConfig;
-use brain_tools_events::ToolEvent;
 use rmcp::{
     ServiceExt,
     model::CallToolRequestParams,
@@ -56,7 +55,6 @@ use rmcp::{
     },
 };
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 use crate::flag_value;
 
@@ -241,18 +239,10 @@ fn build_host(config: &Value, options: ClientOptions) -> anyhow::Result<ToolHost
         .build()?)
 }
 
-fn ignore(_: ToolEvent) {}
-
 async fn echo(host: &ToolHost, i: u64) -> anyhow::Result<()> {
     let scope = CallScope::new("bench", "s", format!("c{i}"));
     let result = host
-        .call(
-            &scope,
-            "echo",
-            json!({"message": "hello"}),
-            CancellationToken::new(),
-            &ignore,
-        )
+        .call(scope.clone(), "echo", json!({"message": "hello"}))
         .await;
     if result.is_error {
         bail!("call {i} failed: {:?}", result.error);
@@ -768,14 +758,8 @@ async fn inflight(
         let host = host.clone();
         running.push(tokio::spawn(async move {
             let scope = CallScope::new("bench", "s", format!("sleep{i}"));
-            host.call(
-                &scope,
-                "sleep",
-                json!({"ms": sleep_ms}),
-                CancellationToken::new(),
-                &ignore,
-            )
-            .await
+            host.call(scope.clone(), "sleep", json!({"ms": sleep_ms}))
+                .await
         }));
     }
     let watch = async {
@@ -824,13 +808,7 @@ async fn stream(url: &str, bytes: u64, budget: u64) -> anyhow::Result<Value> {
     let started = Instant::now();
     let scope = CallScope::new("bench", "s", "stream");
     let result = host
-        .call(
-            &scope,
-            "big",
-            json!({"bytes": bytes}),
-            CancellationToken::new(),
-            &ignore,
-        )
+        .call(scope.clone(), "big", json!({"bytes": bytes}))
         .await;
     let elapsed = started.elapsed();
     let (_, hwm_after) = memory();

@@ -115,15 +115,19 @@ impl Bound {
         arguments: Value,
         cancel: CancellationToken,
     ) -> Called {
-        let sink = std::sync::Mutex::new(Vec::new());
+        let sink = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let scope = CallScope::new(TENANT, "conformance-session", call_id);
         let result = self
             .host
-            .call(&scope, binding, arguments, cancel, &sink)
+            .call(scope.clone(), binding, arguments)
+            .cancel(cancel)
+            .sink(sink.clone())
             .await;
-        let events = sink
-            .into_inner()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let events = std::mem::take(
+            &mut *sink
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
         Called { result, events }
     }
 }

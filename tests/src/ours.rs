@@ -207,14 +207,14 @@ async fn run(client: &McpClient, server: &Server, kit: &Kit, report: &mut Report
             // A call that runs until cancelled, cancelled once its first progress shows
             // the server has it (no clock decides when the call went out).
             let cancel = CancellationToken::new();
-            let cancelled_at = std::sync::Mutex::new(None);
-            let sink = |event: brain_tools::ToolEvent| {
+            let cancelled_at = std::sync::Arc::new(std::sync::Mutex::new(None));
+            let (seen, on_progress) = (cancelled_at.clone(), cancel.clone());
+            let sink = move |event: brain_tools::ToolEvent| {
                 if matches!(event, brain_tools::ToolEvent::Progress(_)) {
-                    cancelled_at
-                        .lock()
+                    seen.lock()
                         .unwrap_or_else(std::sync::PoisonError::into_inner)
                         .get_or_insert_with(Instant::now);
-                    cancel.cancel();
+                    on_progress.cancel();
                 }
             };
             let name = bound.name_of("progress")?.to_owned();
@@ -222,10 +222,12 @@ async fn run(client: &McpClient, server: &Server, kit: &Kit, report: &mut Report
             let arguments = json!({"steps": 100_000, "delay_ms": 50});
             let result = bound
                 .host
-                .call(&scope, &name, arguments, cancel.clone(), &sink)
+                .call(scope.clone(), &name, arguments)
+                .cancel(cancel.clone())
+                .sink(std::sync::Arc::new(sink))
                 .await;
             let elapsed = cancelled_at
-                .into_inner()
+                .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .context("the call ended before any progress")?
                 .elapsed();

@@ -107,7 +107,11 @@ async fn run() -> Result<bool, String> {
     let print = |event: ToolEvent| println!("{}", event.to_json_line());
     let scope = CallScope::new(tenant, "session-1", "call-1");
     let cancel = CancellationToken::new();
-    let result = host.call(&scope, &tool, arguments, cancel, &print).await;
+    let result = host
+        .call(scope, tool, arguments)
+        .cancel(cancel)
+        .sink(std::sync::Arc::new(print))
+        .await;
 
     // 4. Let the background close of the call's MCP context finish before exiting.
     host.client().shutdown(Duration::from_secs(5)).await;

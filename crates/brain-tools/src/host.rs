@@ -3,10 +3,14 @@
 use std::{
     collections::HashSet,
     fmt,
+    future::{Future, IntoFuture},
+    pin::Pin,
     sync::{
         Arc,
         atomic::{AtomicBool, Ordering},
     },
+    task::{Context, Poll},
+    time::Duration,
 };
 
 use brain_mcp_transport::{
@@ -252,24 +256,53 @@ impl ToolHost {
             .collect()
     }
 
-    /// Runs one call. `sink` receives every `tool.progress` and then the one
-    /// `tool.result`, which is also returned. Never panics on bad input, and returns
-    /// within the tool's timeout (plus the time to say so).
+    /// One call of `tool` with `arguments` for `scope`: a [`ToolCall`] to set a deadline,
+    /// a cancel token and a sink on, then to `.await` (or hand to `tokio::spawn`).
     ///
-    /// The call runs in a `tool_call` span that follows OpenTelemetry's conventions for
-    /// MCP (a CLIENT span `tools/call {mcp_tool}`; see `docs/observability.md`); the
-    /// host's current span is its parent, and with the `otel` feature its trace context
-    /// goes to the server in `params._meta`.
-    pub async fn call(
-        &self,
-        scope: &CallScope,
-        tool: &str,
-        arguments: Value,
-        cancel: CancellationToken,
-        sink: &dyn EventSink,
-    ) -> ResultEvent {
+    /// ```no_run
+    /// # async fn example(host: brain_tools::ToolHost) {
+    /// use std::{sync::Arc, time::Duration};
+    /// use brain_tools::{CallScope, CancellationToken, ToolEvent};
+    ///
+    /// let cancel = CancellationToken::new();
+    /// let (events, mut rx) = tokio::sync::mpsc::unbounded_channel::<ToolEvent>();
+    /// let call = host
+    ///     .call(CallScope::new("acme", "s1", "c1"), "search", serde_json::json!({"query": "rust"}))
+    ///     .timeout(Duration::from_secs(5)) // sooner than the binding's timeout: `timeout`
+    ///     .cancel(cancel.clone()) // `cancel.cancel()` ends it with `cancelled`
+    ///     .sink(Arc::new(events)); // every tool.progress, then the tool.result
+    /// // Owned and `Send + 'static`: it can run on a task of its own.
+    /// let result = tokio::spawn(call.into_future()).await.unwrap();
+    /// assert!(matches!(rx.recv().await, Some(ToolEvent::Progress(_) | ToolEvent::Result(_))));
+    /// # let _ = result;
+    /// # }
+    /// ```
+    pub fn call(&self, scope: CallScope, tool: impl Into<String>, arguments: Value) -> ToolCall {
+        ToolCall {
+            host: self.clone(),
+            scope,
+            tool: tool.into(),
+            arguments,
+            cancel: CancellationToken::new(),
+            deadline: None,
+            sink: Arc::new(|_: ToolEvent| {}),
+        }
+    }
+
+    /// Runs one call: `sink` receives every `tool.progress` and then the one
+    /// `tool.result`, which is also returned.
+    async fn execute(&self, call: ToolCall) -> ResultEvent {
+        let ToolCall {
+            scope,
+            tool,
+            arguments,
+            cancel,
+            deadline,
+            sink,
+            ..
+        } = call;
         let telemetry = &self.inner.telemetry;
-        let span = telemetry.span(scope, tool);
+        let span = telemetry.span(&scope, &tool);
         if telemetry.sizes() {
             span.record("brain.arguments.bytes", json_size(&arguments));
         }
@@ -277,7 +310,13 @@ impl ToolHost {
         let sent = AtomicBool::new(false);
         let started = Instant::now();
         let result = self
-            .run(scope, tool, arguments, cancel, sink, (&report, &sent))
+            .run(
+                (&scope, &tool),
+                arguments,
+                (cancel, deadline),
+                &*sink,
+                (&report, &sent),
+            )
             .instrument(span.clone())
             .await;
         let finished = Finished {
@@ -286,7 +325,7 @@ impl ToolHost {
             report: &report,
             elapsed: started.elapsed(),
         };
-        telemetry.finish(&span, tool, &finished);
+        telemetry.finish(&span, &tool, &finished);
         let outcome = match &result.error {
             Some(error) => error.kind.as_str(),
             None => "ok",
@@ -300,10 +339,9 @@ impl ToolHost {
     /// to the MCP client.
     async fn run(
         &self,
-        scope: &CallScope,
-        tool: &str,
+        (scope, tool): (&CallScope, &str),
         arguments: Value,
-        cancel: CancellationToken,
+        (cancel, call_deadline): (CancellationToken, Option<Instant>),
         sink: &dyn EventSink,
         (report, sent): (&CallReport, &AtomicBool),
     ) -> ResultEvent {
@@ -340,8 +378,12 @@ impl ToolHost {
         };
         let binding = allowed.binding().clone();
         let limits = allowed.limits();
-        // One deadline for steps 2 to 5, computed once.
-        let deadline = Instant::now() + limits.timeout;
+        // One deadline for steps 2 to 5, computed once: the binding's timeout, or the
+        // call's own deadline when that comes sooner.
+        let now = Instant::now();
+        let deadline =
+            call_deadline.map_or(now + limits.timeout, |at| at.min(now + limits.timeout));
+        let timeout = deadline.saturating_duration_since(now);
         let (progress_tx, progress_rx) = progress_channel(PROGRESS_QUEUE);
         let outcome = match &binding.target {
             Target::Mcp(mcp) => {
@@ -356,7 +398,7 @@ impl ToolHost {
                 };
                 let mut secrets: Vec<Secret> = token.into_iter().collect();
                 let mut request =
-                    CallRequest::new(endpoint, &mcp.mcp_tool, &scope.call_id, limits.timeout)
+                    CallRequest::new(endpoint, &mcp.mcp_tool, &scope.call_id, timeout)
                         .deadline(deadline)
                         .arguments(arguments.as_object().cloned().unwrap_or_default())
                         .meta(scope_meta(scope))
@@ -381,7 +423,7 @@ impl ToolHost {
                             config: &self.inner.config_path,
                             tenant: &scope.tenant_id,
                         };
-                        call_failure(tool, &binding, &error, &secrets, login)
+                        call_failure((tool, timeout), &binding, &error, &secrets, login)
                     })
             }
             Target::Http(http) => {
@@ -411,7 +453,7 @@ impl ToolHost {
                     cancel: cancel.child_token(),
                     progress: progress_tx,
                 };
-                let executing = run_http(executor, call, &binding, cancel);
+                let executing = run_http(executor, call, (&binding, timeout), cancel);
                 stream(executing, progress_rx, &header, sink)
                     .await
                     .map(|output: HttpToolOutput| {
@@ -487,6 +529,175 @@ impl ToolHost {
             )),
             _ => Err(missing_token(tool, variable)),
         }
+    }
+}
+
+/// One call, owned and ready to run: made by [`ToolHost::call`], set up with
+/// [`timeout`](Self::timeout), [`deadline`](Self::deadline), [`cancel`](Self::cancel) and
+/// [`sink`](Self::sink), then awaited. It does nothing until it is awaited.
+///
+/// Awaiting it starts the call on a task of its own (on the current tokio runtime, in the
+/// span current at its first poll), so the future is `Send + 'static`, a few words in
+/// size, and can be spawned, raced or wrapped in `tokio::time::timeout` like any other.
+///
+/// **Dropping the future** once it has been polled, before it is ready, does not lose the
+/// call: the call is
+/// cancelled as if its cancel token fired (the server is told, in the 2025-11-25 era by
+/// `notifications/cancelled`), and the task still ends it the documented way, with one
+/// `tool.result` of kind `cancelled` (or whatever ended it first) and an honest
+/// `delivery` sent to the sink. Only the return value is lost; give the call a sink to
+/// keep it.
+#[must_use = "a call does nothing until it is awaited"]
+pub struct ToolCall {
+    host: ToolHost,
+    scope: CallScope,
+    tool: String,
+    arguments: Value,
+    cancel: CancellationToken,
+    deadline: Option<Instant>,
+    sink: Arc<dyn EventSink>,
+}
+
+impl fmt::Debug for ToolCall {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The arguments are tenant data: not printed.
+        f.debug_struct("ToolCall")
+            .field("scope", &self.scope)
+            .field("tool", &self.tool)
+            .field("deadline", &self.deadline)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolCall {
+    /// Ends the call with `timeout` once `timeout` has passed, if that comes before the
+    /// binding's own `timeout_seconds` (which always applies).
+    pub fn timeout(self, timeout: Duration) -> Self {
+        let deadline = Instant::now()
+            .checked_add(timeout)
+            .unwrap_or_else(|| Instant::now() + MAX_TIMEOUT);
+        self.deadline(deadline)
+    }
+
+    /// Ends the call with `timeout` at `deadline`, if that comes before the binding's own
+    /// `timeout_seconds` (which always applies).
+    pub fn deadline(mut self, deadline: Instant) -> Self {
+        self.deadline = Some(deadline);
+        self
+    }
+
+    /// Ends the call with `cancelled` when `cancel` fires (one token may cancel many
+    /// calls: a model session's, for example). The token is only read, never fired.
+    pub fn cancel(mut self, cancel: CancellationToken) -> Self {
+        self.cancel = cancel;
+        self
+    }
+
+    /// Where the call's events go: every `tool.progress` while it runs, then its one
+    /// `tool.result`. Without one, events are dropped (the result is still returned).
+    pub fn sink(mut self, sink: Arc<dyn EventSink>) -> Self {
+        self.sink = sink;
+        self
+    }
+}
+
+/// No call waits longer than this, whatever it is given (a year).
+const MAX_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
+
+impl IntoFuture for ToolCall {
+    type Output = ResultEvent;
+    type IntoFuture = ToolCallFuture;
+
+    fn into_future(self) -> ToolCallFuture {
+        ToolCallFuture {
+            pending: Some(Box::new(self)),
+            running: None,
+        }
+    }
+}
+
+/// A [`ToolCall`] being awaited: resolves to its `tool.result`. The call starts on a task
+/// of its own when the future is first polled, in the span current then (so
+/// `.instrument(span)` makes `span` its parent). Dropping it once started cancels the
+/// call, whose task still sends its `tool.result` to the sink.
+#[must_use = "a call does nothing until it is awaited"]
+pub struct ToolCallFuture {
+    /// The call, until the first poll starts it.
+    pending: Option<Box<ToolCall>>,
+    running: Option<Running>,
+}
+
+struct Running {
+    task: tokio::task::JoinHandle<ResultEvent>,
+    /// Cancels the call when the future is dropped before it is ready.
+    cancel: Option<tokio_util::sync::DropGuard>,
+    /// What a call whose task was lost (its runtime shut down) still answers with.
+    lost: Option<(CallHeader, Arc<dyn EventSink>)>,
+}
+
+impl Running {
+    /// Starts the call on a task, in the current span.
+    fn start(mut call: ToolCall) -> Self {
+        // A token of the call's own: dropping the future cancels this call, no other.
+        let own = call.cancel.child_token();
+        call.cancel = own.clone();
+        let lost = Some((call.scope.header(&call.tool), call.sink.clone()));
+        let host = call.host.clone();
+        let task = tokio::spawn(
+            async move { host.execute(call).await }.instrument(tracing::Span::current()),
+        );
+        Self {
+            task,
+            cancel: Some(own.drop_guard()),
+            lost,
+        }
+    }
+}
+
+impl fmt::Debug for ToolCallFuture {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = match &self.running {
+            None => "not started",
+            Some(running) if running.task.is_finished() => "finished",
+            Some(_) => "running",
+        };
+        f.debug_tuple("ToolCallFuture").field(&state).finish()
+    }
+}
+
+impl Future for ToolCallFuture {
+    type Output = ResultEvent;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<ResultEvent> {
+        if let Some(call) = self.pending.take() {
+            self.running = Some(Running::start(*call));
+        }
+        let running = self.running.as_mut().expect("polled after it was ready");
+        let joined = std::task::ready!(Pin::new(&mut running.task).poll(cx));
+        // Ready: nothing is left to cancel.
+        if let Some(guard) = running.cancel.take() {
+            guard.disarm();
+        }
+        let lost = running.lost.take();
+        self.running = None;
+        Poll::Ready(match joined {
+            Ok(result) => result,
+            Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+            // The runtime dropped the task: it may have been sent, and it still gets its
+            // one result.
+            Err(_) => {
+                let (header, sink) = lost.expect("taken once");
+                let tool = header.tool.clone();
+                let result = failure(
+                    header,
+                    ErrorKind::Cancelled,
+                    Delivery::Unknown,
+                    format!("{tool} was cancelled because the host's runtime is shutting down"),
+                );
+                sink.emit(ToolEvent::Result(result.clone()));
+                result
+            }
+        })
     }
 }
 
@@ -569,7 +780,7 @@ async fn stream<T>(
 async fn run_http(
     executor: Arc<dyn HttpToolExecutor>,
     call: HttpToolCall,
-    binding: &ToolBinding,
+    (binding, timeout): (&ToolBinding, Duration),
     cancel: CancellationToken,
 ) -> Result<HttpToolOutput, ToolError> {
     let tool = &binding.name;
@@ -580,7 +791,7 @@ async fn run_http(
         () = tokio::time::sleep_until(deadline) => Err(ToolError::new(
             ErrorKind::Timeout,
             Delivery::Unknown,
-            format!("{tool} timed out after {} s", binding.timeout_seconds),
+            timed_out(tool, timeout),
         )),
         () = cancel.cancelled() => Err(ToolError::new(
             ErrorKind::Cancelled,
@@ -650,7 +861,7 @@ struct Login<'a> {
 }
 
 fn call_failure(
-    tool: &str,
+    (tool, timeout): (&str, Duration),
     binding: &ToolBinding,
     error: &CallError,
     secrets: &[Secret],
@@ -659,7 +870,7 @@ fn call_failure(
     // The transport's kind and delivery are the event's: only the sentence is ours.
     let kind = error.kind();
     let message = match kind {
-        ErrorKind::Timeout => format!("{tool} timed out after {} s", binding.timeout_seconds),
+        ErrorKind::Timeout => timed_out(tool, timeout),
         ErrorKind::Cancelled => format!("{tool} was cancelled"),
         // The whole result came, and its shape (not its bytes) was past the bounds.
         ErrorKind::OutputTooLarge if error.delivery() == Delivery::Delivered => {
@@ -699,6 +910,16 @@ fn call_failure(
     ToolError::new(kind, delivery, message)
 }
 
+/// "`tool` timed out after 30 s" (or "after 0.25 s": a call's own deadline may be short).
+fn timed_out(tool: &str, timeout: Duration) -> String {
+    let seconds = timeout.as_secs_f64();
+    if timeout.subsec_millis() == 0 {
+        format!("{tool} timed out after {seconds:.0} s")
+    } else {
+        format!("{tool} timed out after {seconds:.2} s")
+    }
+}
+
 fn failure(
     header: CallHeader,
     kind: ErrorKind,
@@ -723,13 +944,32 @@ fn result_content(binding: &ToolBinding) -> ResultContent {
 mod tests {
     use super::*;
 
-    #[test]
-    fn the_call_future_is_send() {
-        fn is_send<T: Send>(_: &T) {}
+    #[tokio::test]
+    async fn a_call_is_owned_send_and_small() {
+        fn spawnable<T: Send + 'static>(_: &T) {}
         let host = ToolHost::new(&HostConfig::default()).unwrap();
-        let scope = CallScope::new("t", "s", "c");
-        let sink = std::sync::Mutex::new(Vec::new());
-        let call = host.call(&scope, "x", Value::Null, CancellationToken::new(), &sink);
-        is_send(&call);
+        let call = host.call(CallScope::new("t", "s", "c"), "x", Value::Null);
+        spawnable(&call);
+        let future = call.into_future();
+        spawnable(&future);
+        assert!(
+            std::mem::size_of_val(&future) <= 256,
+            "{} bytes",
+            std::mem::size_of_val(&future)
+        );
+        let result = future.await;
+        assert_eq!(result.error.unwrap().kind, ErrorKind::UnknownTool);
+    }
+
+    #[test]
+    fn timeouts_read_as_a_person_says_them() {
+        assert_eq!(
+            timed_out("t", Duration::from_secs(30)),
+            "t timed out after 30 s"
+        );
+        assert_eq!(
+            timed_out("t", Duration::from_millis(250)),
+            "t timed out after 0.25 s"
+        );
     }
 }

@@ -1,8 +1,8 @@
 //! `ToolHost`: what an agent host embeds to give model sessions tools from MCP servers.
 //!
 //! Built once from a loaded host config, a [`ToolHost`] lists the tools a tenant's model
-//! may see ([`ToolHost::tools_for`]) and runs calls ([`ToolHost::call`]), any number at
-//! once, each through the spec's five steps:
+//! may see ([`ToolHost::tools_for`]) and runs calls ([`ToolHost::call`], a [`ToolCall`]
+//! with its own deadline, cancel token and sink), any number at once, each through the spec's five steps:
 //!
 //! 1. **check**: the tool exists for the tenant and the arguments satisfy its schema
 //!    (nothing touches the network before this passes);
@@ -36,7 +36,10 @@
 //! let host = ToolHost::new(&config.config)?;
 //! let (events, mut rx) = tokio::sync::mpsc::unbounded_channel();
 //! let scope = CallScope::new("local", "s1", "c1");
-//! let result = host.call(&scope, "search", serde_json::json!({"query": "rust"}), Default::default(), &events).await;
+//! let result = host
+//!     .call(scope, "search", serde_json::json!({"query": "rust"}))
+//!     .sink(std::sync::Arc::new(events))
+//!     .await;
 //! println!("{}", brain_tools::ToolEvent::Result(result).to_json_line());
 //! # Ok(()) }
 //! ```
@@ -49,7 +52,9 @@ mod telemetry;
 
 pub use bindings::{Bound, GrantError, bind_discovered, endpoint_of, grant_of};
 pub use executor::{HttpToolCall, HttpToolExecutor, HttpToolOutput};
-pub use host::{BuildError, CallScope, ModelTool, ToolHost, ToolHostBuilder};
+pub use host::{
+    BuildError, CallScope, ModelTool, ToolCall, ToolCallFuture, ToolHost, ToolHostBuilder,
+};
 pub use sink::EventSink;
 
 // Everything a host needs from the layers below, so that it depends on this crate and

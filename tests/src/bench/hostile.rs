@@ -19,7 +19,7 @@ use std::{
 };
 
 use anyhow::Context as _;
-use brain_tools::{CallScope, CancellationToken, DiscoveryRequest, Endpoint, McpClient};
+use brain_tools::{CallScope, DiscoveryRequest, Endpoint, McpClient};
 use serde_json::{Value, json};
 
 const BUDGET: u64 = 20_000_000;
@@ -204,13 +204,7 @@ pub(crate) async fn run(case: &str, memory: fn() -> (u64, u64)) -> anyhow::Resul
             .client(client.clone())
             .build()?;
         let result = host
-            .call(
-                &CallScope::new("bench", "s", "c"),
-                "hostile",
-                json!({}),
-                CancellationToken::new(),
-                &|_| {},
-            )
+            .call(CallScope::new("bench", "s", "c"), "hostile", json!({}))
             .await;
         match &result.error {
             Some(error) => format!("{}/{}", error.kind.as_str(), error.delivery.as_str()),

@@ -17,8 +17,8 @@ use std::{
 };
 
 use brain_tools::{
-    CallScope, CancellationToken, ClientOptions, KeyRing, McpClient, PostgresCredentialStore,
-    PostgresStoreOptions, ToolHost,
+    CallScope, ClientOptions, KeyRing, McpClient, PostgresCredentialStore, PostgresStoreOptions,
+    ToolHost,
 };
 use brain_tools_config::HostConfig;
 use serde_json::json;
@@ -72,9 +72,7 @@ async fn run() -> Result<(), String> {
             format!("call-{}-{calls}", std::process::id()),
         );
         let started = Instant::now();
-        let result = host
-            .call(&scope, tool, json!({}), CancellationToken::new(), &|_| {})
-            .await;
+        let result = host.call(scope.clone(), tool, json!({})).await;
         let line = json!({
             "tenant": tenant,
             "ok": !result.is_error,

@@ -16,7 +16,6 @@ use brain_tools::{
 };
 use brain_tools_config::HostConfig;
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 use wiremock::{
     Mock, Request, Respond, ResponseTemplate,
     matchers::{body_partial_json, method},
@@ -118,14 +117,11 @@ async fn a_call_that_needs_the_listing_reads_at_most_its_budget_and_goes_on() {
         .client(client.clone())
         .build()
         .unwrap();
-    let events = std::sync::Mutex::new(Vec::new());
     let result = host
         .call(
-            &CallScope::new("local", "s", "c1"),
+            CallScope::new("local", "s", "c1"),
             "echo",
             json!({"region": "eu"}),
-            CancellationToken::new(),
-            &events,
         )
         .await;
     assert!(result.error.is_none(), "{:?}", result.error);

@@ -1378,17 +1378,23 @@ async fn run_row(
     let before = calls_seen(servers);
     let scripted_before = fx.scripted_calls();
     let cancel = CancellationToken::new();
-    let events = Mutex::new(Vec::new());
-    let sink = |event: ToolEvent| {
-        if row.cancel_on_progress && matches!(event, ToolEvent::Progress(_)) {
-            cancel.cancel();
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink = {
+        let (events, cancel, on_progress) =
+            (events.clone(), cancel.clone(), row.cancel_on_progress);
+        move |event: ToolEvent| {
+            if on_progress && matches!(event, ToolEvent::Progress(_)) {
+                cancel.cancel();
+            }
+            events.lock().unwrap().push(event);
         }
-        events.lock().unwrap().push(event);
     };
     let started = Instant::now();
     let scope = CallScope::new("local", "matrix", format!("call-{i}"));
     let result = host
-        .call(&scope, &tool, row.arguments.clone(), cancel.clone(), &sink)
+        .call(scope.clone(), &tool, row.arguments.clone())
+        .cancel(cancel.clone())
+        .sink(Arc::new(sink))
         .await;
     let elapsed = started.elapsed();
     let seen = outcome(&result);
@@ -1433,7 +1439,7 @@ async fn run_row(
             row.fault
         );
     }
-    let events = events.into_inner().unwrap();
+    let events = std::mem::take(&mut *events.lock().unwrap());
     assert_eq!(
         events.last(),
         Some(&ToolEvent::Result(result.clone())),

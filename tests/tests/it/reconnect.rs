@@ -8,7 +8,6 @@ use brain_tools::{
 };
 use brain_tools_config::HostConfig;
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 
 use crate::scripted::closing_after_answer;
 
@@ -39,10 +38,7 @@ async fn calls_survive_a_server_that_closes_every_connection() {
     let mut ok = 0;
     for i in 0..CALLS {
         let scope = CallScope::new("local", "s", format!("c{i}"));
-        let events = std::sync::Mutex::new(Vec::new());
-        let result = host
-            .call(&scope, "echo", json!({}), CancellationToken::new(), &events)
-            .await;
+        let result = host.call(scope, "echo", json!({})).await;
         match &result.error {
             None => ok += 1,
             Some(error) => assert!(

@@ -321,9 +321,13 @@ async fn soak() {
                         cancel.cancel();
                     });
                 }
-                let sink = Mutex::new(Vec::new());
+                let sink = Arc::new(Mutex::new(Vec::new()));
                 let scope = CallScope::new("local", "soak", format!("call-{i}"));
-                let result = host.call(&scope, tool, arguments, cancel, &sink).await;
+                let result = host
+                    .call(scope.clone(), tool, arguments)
+                    .cancel(cancel)
+                    .sink(sink.clone())
+                    .await;
                 let kind = result
                     .error
                     .as_ref()
@@ -334,7 +338,7 @@ async fn soak() {
                     "call {i} ({tool}): {:?}",
                     result.error
                 );
-                let events = sink.into_inner().unwrap();
+                let events = std::mem::take(&mut *sink.lock().unwrap());
                 assert_eq!(
                     events
                         .iter()

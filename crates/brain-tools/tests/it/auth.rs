@@ -8,7 +8,6 @@ use brain_tools::{CallScope, ClientOptions, McpClient, MemoryCredentialStore, To
 use brain_tools_config::HostConfig;
 use brain_tools_events::{Delivery, ErrorKind, ToolEvent};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 use wiremock::{
     Mock, MockServer, Request, Respond, ResponseTemplate,
     matchers::{method, path},
@@ -189,12 +188,14 @@ async fn call(
     tenant: &str,
     tool: &str,
 ) -> (brain_tools::ResultEvent, Vec<ToolEvent>) {
-    let sink = Mutex::new(Vec::new());
+    let sink = Arc::new(Mutex::new(Vec::new()));
     let scope = CallScope::new(tenant, "s1", "c1");
     let result = host
-        .call(&scope, tool, json!({}), CancellationToken::new(), &sink)
+        .call(scope.clone(), tool, json!({}))
+        .sink(sink.clone())
         .await;
-    (result, sink.into_inner().unwrap())
+    let events = std::mem::take(&mut *sink.lock().unwrap());
+    (result, events)
 }
 
 #[tokio::test]
@@ -309,17 +310,8 @@ async fn a_cached_client_credentials_token_serves_every_call_in_both_eras() {
             .build()
             .unwrap();
         for i in 0..10 {
-            let sink = Mutex::new(Vec::new());
             let scope = CallScope::new("acme", "s1", format!("c{i}"));
-            let result = host
-                .call(
-                    &scope,
-                    "echo",
-                    json!({"message": "hi"}),
-                    CancellationToken::new(),
-                    &sink,
-                )
-                .await;
+            let result = host.call(scope, "echo", json!({"message": "hi"})).await;
             assert!(!result.is_error, "{era} call {i}: {result:?}");
         }
         host.client()
@@ -383,17 +375,8 @@ async fn two_tenants_on_warm_sessions_each_carry_their_own_token() {
         .unwrap();
     let tenants = ["acme", "umbrella"];
     for i in 0..12 {
-        let sink = Mutex::new(Vec::new());
         let scope = CallScope::new(tenants[i % 2], "s1", format!("c{i}"));
-        let result = host
-            .call(
-                &scope,
-                "echo",
-                json!({"message": "hi"}),
-                CancellationToken::new(),
-                &sink,
-            )
-            .await;
+        let result = host.call(scope, "echo", json!({"message": "hi"})).await;
         assert!(!result.is_error, "call {i}: {result:?}");
     }
     let warm = host.client().stats().warm_served;

@@ -238,6 +238,89 @@ async fn cancel_mid_call_reaches_the_server_and_closes_the_session() {
     assert_eq!(seen.handler_cancellations, 1);
 }
 
+/// A host that drops a running call (a `tokio::time::timeout` around it, a `select!`
+/// that took another branch) still gets the call ended the documented way: the server
+/// is told, the session closed, and the sink gets the one `tool.result`.
+#[tokio::test]
+async fn a_dropped_call_is_cancelled_on_the_server_and_still_reports_its_result() {
+    let server = server(Era::Legacy).await;
+    let host = host(
+        &bindings(&json!({"url": server.url()}), &[]),
+        brain_tools::EraPreference::Auto,
+    );
+    let (events, mut received) = tokio::sync::mpsc::unbounded_channel();
+    let mut running = Box::pin(
+        host.call(CallScope::new("local", "s1", "c10"), "hang", json!({}))
+            .sink(Arc::new(events))
+            .into_future(),
+    );
+    // Awaited until the server runs the tool, then dropped.
+    let seen = tokio::select! {
+        result = &mut running => panic!("a call of hang ended: {result:?}"),
+        seen = server.wait_for(|c| c.calls_in_flight == 1, Duration::from_secs(5)) => seen,
+    };
+    assert_eq!(seen.calls_in_flight, 1, "the call reached the tool");
+    drop(running);
+    let result = loop {
+        match received.recv().await.expect("a tool.result") {
+            brain_tools::ToolEvent::Result(result) => break result,
+            brain_tools::ToolEvent::Progress(_) => {}
+            other => panic!("{other:?}"),
+        }
+    };
+    let error = error(&result);
+    assert_eq!(
+        (error.kind, error.delivery),
+        (ErrorKind::Cancelled, Delivery::Unknown)
+    );
+    assert_eq!(result.header.call_id, "c10");
+    let seen = server
+        .wait_for(
+            |c| c.cancellations == 1 && c.sessions_closed == 1,
+            Duration::from_secs(5),
+        )
+        .await;
+    assert_eq!(seen.cancellations, 1, "notifications/cancelled");
+    assert_eq!(seen.open_sessions(), 0, "session closed");
+    assert!(
+        received.recv().await.is_none(),
+        "one result, and nothing after it"
+    );
+}
+
+/// A call's own deadline, sooner than its binding's timeout, ends it with `timeout` (not
+/// `cancelled`), says after how long, and cancels it on the server.
+#[tokio::test]
+async fn a_call_deadline_sooner_than_the_binding_timeout_is_a_timeout() {
+    let server = server(Era::Legacy).await;
+    let host = host(
+        &bindings(&json!({"url": server.url()}), &[]),
+        brain_tools::EraPreference::Auto,
+    );
+    let scope = CallScope::new("local", "s1", "c11");
+    let result = host
+        .call(scope, "hang", json!({}))
+        .timeout(Duration::from_millis(300))
+        .await;
+    let error = error(&result);
+    assert_eq!(error.kind, ErrorKind::Timeout, "{error:?}");
+    assert_eq!(error.message, "hang timed out after 0.30 s");
+    let seen = server
+        .wait_for(|c| c.sessions_closed == 1, Duration::from_secs(5))
+        .await;
+    assert_eq!(seen.open_sessions(), 0, "session closed");
+    // A deadline later than the binding's timeout changes nothing: the binding's holds.
+    let bounded = host
+        .call(
+            CallScope::new("local", "s1", "c12"),
+            "echo",
+            json!({"message": "hi"}),
+        )
+        .timeout(Duration::from_secs(u64::MAX))
+        .await;
+    assert!(!bounded.is_error, "{:?}", bounded.error);
+}
+
 #[derive(Debug)]
 struct Reverser;
 

@@ -1,6 +1,9 @@
 //! A host over the testkit, and a sink that keeps events.
 
-use std::{sync::Mutex, time::Duration};
+use std::{
+    sync::{Arc, Mutex},
+    time::Duration,
+};
 
 use brain_mcp_testkit::{Era, HttpFault, ServerOptions, TestServer};
 use brain_tools::{CallScope, ClientOptions, EraPreference, McpClient, ToolHost};
@@ -234,9 +237,14 @@ pub(crate) async fn call_as(
     arguments: Value,
     cancel: CancellationToken,
 ) -> (ResultEvent, Vec<ToolEvent>) {
-    let sink = Mutex::new(Vec::new());
-    let result = host.call(scope, tool, arguments, cancel, &sink).await;
-    (result, sink.into_inner().unwrap())
+    let sink = Arc::new(Mutex::new(Vec::new()));
+    let result = host
+        .call(scope.clone(), tool, arguments)
+        .cancel(cancel)
+        .sink(sink.clone())
+        .await;
+    let events = std::mem::take(&mut *sink.lock().unwrap());
+    (result, events)
 }
 
 pub(crate) const GRACE: Duration = Duration::from_millis(750);

@@ -76,7 +76,9 @@ pub(crate) async fn run(args: CallArgs) -> Outcome {
     // The sink hands the result to the printer as soon as the call has it; closing what
     // the call left open gets a short grace alongside, never before.
     let result = host
-        .call(&scope, &args.tool, arguments, cancel, &sink)
+        .call(scope, args.tool, arguments)
+        .cancel(cancel)
+        .sink(std::sync::Arc::new(sink))
         .await;
     interrupt.abort();
     let printed = tokio::task::spawn_blocking(move || printer.finish(STALL));
