@@ -94,7 +94,7 @@ impl ModernClient {
             .max_concurrent_requests(MAX_CONCURRENT_REQUESTS);
         let transport = StreamableHttpClientTransport::with_client(backend, config);
         let serving = serve_client_with_lifecycle(
-            shared.handler.clone(),
+            shared.modern_handler.clone(),
             transport,
             ClientLifecycleMode::Discover {
                 preferred_versions: vec![ProtocolVersion::V_2026_07_28],

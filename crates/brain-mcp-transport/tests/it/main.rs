@@ -17,4 +17,5 @@ mod refusals;
 mod statuses;
 mod stdio;
 mod support;
+mod tasks;
 mod warm;

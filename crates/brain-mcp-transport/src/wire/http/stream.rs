@@ -32,7 +32,7 @@ use super::{
 use crate::{
     call_state::CallState,
     error::classify::Failure,
-    wire::ingress::{Expect, keep_task_support, shape},
+    wire::ingress::{self, Expect, keep_task_support, shape},
 };
 
 const LAST_EVENT_ID_HEADER: &str = "last-event-id";
@@ -212,9 +212,7 @@ impl HttpBackend {
                 })
                 .boxed();
         };
-        let budget = Expect::Call {
-            budget: call.budget(),
-        };
+        let budget = ingress::expect_of(&call);
         events
             .filter_map(move |event| {
                 let event = match event {
