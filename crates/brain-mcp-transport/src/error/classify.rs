@@ -152,22 +152,26 @@ pub(crate) fn classify(wire: Wire, cause: &Cause<'_>, endpoint: &Endpoint) -> Ca
         Cause::TaskFailed { code, message } => (
             ErrorKind::Protocol,
             format!(
-                "the task the server ran it as failed with JSON-RPC error {code}: {}",
+                "the server ran it as a task, which failed with JSON-RPC error {code}: {}",
                 endpoint.quote(message, 200)
             ),
         ),
         Cause::TaskCancelled => (
             ErrorKind::Protocol,
-            "the server cancelled the task it ran it as".to_owned(),
+            "the server ran it as a task, and cancelled the task".to_owned(),
         ),
         Cause::TaskExpired { ttl_ms } => (
             ErrorKind::Timeout,
-            format!("the task it ran as outlived its time to live ({ttl_ms} ms) without finishing"),
+            format!(
+                "the server ran it as a task, which outlived its time to live ({ttl_ms} ms) \
+                 without finishing"
+            ),
         ),
         Cause::PollRefused { code, message } => (
             ErrorKind::Protocol,
             format!(
-                "the server answered a request about its task with JSON-RPC error {code}: {}",
+                "the server ran it as a task, then answered a request about the task with \
+                 JSON-RPC error {code}: {}",
                 endpoint.quote(message, 200)
             ),
         ),
@@ -450,13 +454,9 @@ mod tests {
                     message: "the job broke",
                 },
                 Protocol,
-                "the task the server ran it as failed with JSON-RPC error -32603: the job broke",
+                "as a task, which failed with JSON-RPC error -32603: the job broke",
             ),
-            (
-                Cause::TaskCancelled,
-                Protocol,
-                "the server cancelled the task",
-            ),
+            (Cause::TaskCancelled, Protocol, "and cancelled the task"),
             (
                 Cause::TaskExpired { ttl_ms: 500 },
                 T,
@@ -468,7 +468,7 @@ mod tests {
                     message: "unknown task",
                 },
                 Protocol,
-                "a request about its task with JSON-RPC error -32602: unknown task",
+                "a request about the task with JSON-RPC error -32602: unknown task",
             ),
             // A poll refused for want of authorization does not make the call unsent:
             // the tool runs on the server.

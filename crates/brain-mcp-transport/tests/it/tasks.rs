@@ -107,11 +107,7 @@ async fn every_end_of_a_task_is_delivered() {
             ErrorKind::Protocol,
             "failed with JSON-RPC error -32603: the task failed on purpose",
         ),
-        (
-            "cancelled",
-            ErrorKind::Protocol,
-            "the server cancelled the task",
-        ),
+        ("cancelled", ErrorKind::Protocol, "and cancelled the task"),
         (
             "input",
             ErrorKind::Protocol,
