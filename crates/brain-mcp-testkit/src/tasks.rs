@@ -1,6 +1,7 @@
 //! Tools that run as tasks (the 2026-07-28 tasks extension, SEP-2663), on rmcp's
 //! [`TaskManager`]: `task` always runs as one, `maybe_task` only when the client declares
-//! the extension. What a task does is scripted by the call's arguments, and when it ends
+//! the extension. Neither is listed (listings stay what other tests expect); a server of
+//! the 2026-07-28 era declares the extension in `server/discover`. What a task does is scripted by the call's arguments, and when it ends
 //! is counted in polls, so that a test knows how many requests a call takes:
 //!
 //! - `polls` (default 1): the `tasks/get` that sees the task end (or ask for input);

@@ -37,8 +37,6 @@ const TOOL_NAMES: &[&str] = &[
     "progress_after_result",
     "drop_mid_stream",
     "hang",
-    "task",
-    "maybe_task",
 ];
 
 /// The names of the scripted tools, in the order `tools/list` gives them (generated tools come after).
@@ -214,38 +212,10 @@ fn catalog(extra: usize) -> Vec<Tool> {
             })),
         ),
         Tool::new("hang", "Never returns, until cancelled.", no_arguments()),
-        Tool::new(
-            "task",
-            "Runs as a task (2026-07-28 tasks extension) and ends at the poll `polls` as \
-             `outcome` says (see the testkit's tasks module); a client that does not declare \
-             the extension gets -32021, a 2025-11-25 session -32601.",
-            task_schema(),
-        ),
-        Tool::new(
-            "maybe_task",
-            "Runs as a task when the client declares the tasks extension (like `task`), \
-             else answers at once.",
-            task_schema(),
-        ),
     ];
     debug_assert_eq!(tools.len(), TOOL_NAMES.len());
     tools.extend((0..extra).map(generated_tool));
     tools
-}
-
-fn task_schema() -> Arc<JsonObject> {
-    schema(json!({
-        "type": "object",
-        "properties": {
-            "polls": integer("The poll that sees the task end (default 1)."),
-            "outcome": {"type": "string", "enum": ["ok", "tool_error", "fail", "cancelled", "never", "input"]},
-            "bytes": integer("Letters in the result (default: the text \"done\")."),
-            "poll_ms": integer("The pollIntervalMs suggested (default 10)."),
-            "ttl_ms": integer("The ttlMs (default 60000; 0: none)."),
-            "progress": integer("Progress notifications before the handle (default 0)."),
-            "status": {"type": "boolean", "description": "A status message on every poll."}
-        }
-    }))
 }
 
 fn generated_tool(i: usize) -> Tool {
@@ -621,6 +591,8 @@ impl ServerHandler for Testkit {
                 let _ = self.cancellable(&cx, std::future::pending::<()>()).await;
                 cancelled()
             }
+            // Not listed (so listings stay as they were): tools that run as tasks, see
+            // `tasks.rs`.
             "task" => self.task(true, args, &cx).await,
             "maybe_task" => self.task(false, args, &cx).await,
             name if name.starts_with("gen_") && self.kit.tools.iter().any(|t| t.name == name) => {
