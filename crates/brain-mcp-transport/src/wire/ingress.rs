@@ -76,12 +76,38 @@ pub(crate) fn inspect<'t>(
     listed: usize,
 ) -> Result<(Cow<'t, str>, usize), Refused> {
     let tools = shape(json, expect, listed)?;
+    if matches!(expect, Expect::Poll { .. })
+        && let Some(read) = poll_answer(json)
+    {
+        return Ok((Cow::Owned(redactor.json(&read).into_owned()), tools));
+    }
     if expect == Expect::List
         && let Some(kept) = keep_task_support(json)
     {
         return Ok((Cow::Owned(redactor.json(&kept).into_owned()), tools));
     }
     Ok((redactor.json(json), tools))
+}
+
+/// An answer to `tasks/get` whose result says `"resultType": "task"`, read as the
+/// `"complete"` the extension requires of it (SEP-2663: "MUST be set to complete"): two of
+/// the extension's own examples (a failed task, a completed one with `isError`) show
+/// `"task"` there, and rmcp would read such an answer as a new task handle, losing its
+/// result. `None` (the usual case: nothing is parsed unless the text says `"task"`) when
+/// there is nothing to change.
+pub(crate) fn poll_answer(json: &str) -> Option<String> {
+    use serde_json::Value;
+
+    if !json.contains("\"task\"") {
+        return None;
+    }
+    let mut message: Value = serde_json::from_str(json).ok()?;
+    let kind = message.get_mut("result")?.get_mut("resultType")?;
+    if kind.as_str() != Some("task") {
+        return None;
+    }
+    *kind = Value::from("complete");
+    Some(message.to_string())
 }
 
 /// Where a listed tool's `execution.taskSupport` is kept for `protocol/list.rs`: in the
@@ -418,6 +444,35 @@ mod tests {
     }
 
     use serde_json::json;
+
+    #[test]
+    fn a_poll_answer_tagged_task_is_read_as_complete() {
+        let answer = |kind: &str| {
+            json!({"jsonrpc": "2.0", "id": 3, "result": {"resultType": kind, "taskId": "t",
+                "status": "failed", "error": {"code": -32603, "message": "task"}}})
+            .to_string()
+        };
+        let read: serde_json::Value =
+            serde_json::from_str(&poll_answer(&answer("task")).unwrap()).unwrap();
+        assert_eq!(read["result"]["resultType"], "complete");
+        assert_eq!(read["result"]["error"]["message"], "task");
+        for untouched in [
+            answer("complete"),
+            json!({"jsonrpc": "2.0", "id": 3, "result": {"taskId": "task"}}).to_string(),
+            json!({"jsonrpc": "2.0", "id": 3, "error": {"code": 1, "message": "task"}}).to_string(),
+            "\"task\" not json".to_owned(),
+        ] {
+            assert_eq!(poll_answer(&untouched), None, "{untouched}");
+        }
+        // Through the ingress: only a poll's answer is read so.
+        let redactor = Redactor::default();
+        let poll = Expect::Poll { budget: 1 << 20 };
+        let tagged = answer("task");
+        let (text, _) = inspect(&redactor, &tagged, poll, 0).unwrap();
+        assert!(text.contains("\"resultType\":\"complete\""), "{text}");
+        let (text, _) = inspect(&redactor, &tagged, CALL, 0).unwrap();
+        assert!(text.contains("\"resultType\":\"task\""), "{text}");
+    }
 
     #[test]
     fn result_items_are_counted_without_being_built() {

@@ -227,6 +227,11 @@ impl HttpBackend {
                             backend.refuse(refused, Some(&call));
                             return std::future::ready(Some(Err(SseError::InvalidLine)));
                         }
+                        if matches!(budget, Expect::Poll { .. })
+                            && let Some(read) = sse.data.as_deref().and_then(ingress::poll_answer)
+                        {
+                            sse.data = Some(read);
+                        }
                         let id = sse.id.as_ref().map(|id| resume_id(key, id));
                         // A server's retry was bounded where it was read.
                         let retry = sse.retry;
