@@ -1769,6 +1769,12 @@ async fn check_cleanup(client: &McpClient, servers: &Servers, fx: &Fixtures) {
             .await;
         assert_eq!(seen.open_sessions(), 0, "every legacy session closed");
     }
+    if let Some(server) = &servers.modern {
+        let seen = server
+            .wait_for(|c| c.tasks_running == 0, Duration::from_secs(10))
+            .await;
+        assert_eq!(seen.tasks_running, 0, "every task on the server ended");
+    }
     assert!(
         fx.scripted["expired"].deletes().await >= 1,
         "the expired session was still deleted"
