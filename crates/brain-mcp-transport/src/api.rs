@@ -25,7 +25,8 @@ pub enum EraPreference {
     Modern,
 }
 
-/// How server-to-client requests (elicitation, sampling, roots) are answered.
+/// How server-to-client requests (elicitation, sampling, roots) are answered: during a
+/// call, in a 2026-07-28 `input_required` round, and when a call's task asks for input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum ServerRequestPolicy {
