@@ -6,15 +6,17 @@
 //! 4. the public API of the library crates against `xtask/api/` (`cargo xtask api`)
 //! 5. semver: each published crate against its last release on crates.io, with
 //!    `cargo semver-checks`, once it has one (until then the listing of step 4 is the review)
-//! 6. `cargo package` of the published crates, verification included, and what they hold
-//! 7. the testkit binaries (tests of other crates spawn them)
-//! 8. the pinned peers in `target/peers/` (some tests start server-everything)
-//! 9. the workspace's tests (`cargo nextest run` when installed, else `cargo test`)
-//! 10. `cargo xtask conformance`
+//! 6. `cargo doc` of the published crates with every feature, warnings denied (docs.rs
+//!    builds them so)
+//! 7. `cargo package` of the published crates, verification included, and what they hold
+//! 8. the testkit binaries (tests of other crates spawn them)
+//! 9. the pinned peers in `target/peers/` (some tests start server-everything)
+//! 10. the workspace's tests (`cargo nextest run` when installed, else `cargo test`)
+//! 11. `cargo xtask conformance`
 //!
 //! Every step runs even when an earlier one failed, so one run shows every problem.
 //! `--step NAME` (repeatable) runs only the named steps: fmt, clippy, deps, api, semver,
-//! package, testkit, peers, tests, conformance.
+//! docs, package, testkit, peers, tests, conformance.
 
 use std::{collections::BTreeSet, time::Instant};
 
@@ -31,6 +33,7 @@ const STEPS: &[Step] = &[
     ("deps", dependency_direction),
     ("api", || api::run(&[])),
     ("semver", semver),
+    ("docs", docs),
     ("package", package),
     ("testkit", testkit_binaries),
     // Some tests start the real peers (server-everything): install them first.
@@ -106,11 +109,28 @@ fn clippy() -> anyhow::Result<()> {
     ]))
 }
 
+/// The published crates' docs, as docs.rs builds them (every feature), with rustdoc's
+/// warnings denied: a broken link or a bare URL fails here, not on docs.rs.
+fn docs() -> anyhow::Result<()> {
+    let mut command = util::cargo();
+    command.env("RUSTDOCFLAGS", "-D warnings").args([
+        "doc",
+        "--quiet",
+        "--no-deps",
+        "--all-features",
+    ]);
+    for name in PUBLISHED {
+        command.args(["-p", name]);
+    }
+    util::run(&mut command)
+}
+
 /// The repository every published crate names (the workspace's).
 const REPOSITORY: &str = "https://github.com/brain-dev/brain-mcp-tools";
 
 /// The crates that publish, in dependency order; every other member is `publish = false`.
 const PUBLISHED: &[&str] = &[
+    "brain-tools-auth",
     "brain-tools-config",
     "brain-tools-policy",
     "brain-tools-events",
@@ -212,21 +232,30 @@ fn package() -> anyhow::Result<()> {
     }
     anyhow::ensure!(problems.is_empty(), "{}", problems.join("; "));
     forget_unpacked_packages(&versions)?;
-    // Their build artifacts too: cargo takes a registry crate of a known version as
-    // unchanged, so it would link the first run's build of the overlay's copy.
+    // Verification builds in a target directory of its own: each package builds with its
+    // own features (not the workspace's union), so what it builds would not serve the
+    // workspace anyway, and the workspace's build stays untouched (the tests step after
+    // this one rebuilds nothing). Our crates' artifacts there go first: cargo takes a
+    // registry crate of a known version as unchanged, so it would link the last run's
+    // build of the overlay's copy.
+    let verify = util::target_dir().join("package-verify");
     let mut clean = util::cargo();
-    clean.args(["clean", "--quiet"]);
+    clean
+        .args(["clean", "--quiet", "--target-dir"])
+        .arg(&verify);
     for name in PUBLISHED {
         clean.args(["-p", name]);
     }
     util::run(&mut clean)?;
     let mut command = util::cargo();
-    command.args(["package", "--allow-dirty"]);
+    command
+        .args(["package", "--allow-dirty", "--target-dir"])
+        .arg(&verify);
     for name in PUBLISHED {
         command.args(["-p", name]);
     }
     util::run(&mut command)?;
-    let dir = util::target_dir().join("package");
+    let dir = verify.join("package");
     for (name, version) in versions {
         let file = dir.join(format!("{name}-{version}.crate"));
         let size = std::fs::metadata(&file)
@@ -390,6 +419,15 @@ fn dependency_direction() -> anyhow::Result<()> {
         ("brain-tools-providers", "tokio"),
         ("brain-tools-providers", "rmcp"),
     ];
+    // The auth model is plain data both the config and the transport share: it depends on
+    // nothing at all.
+    let auth = dependencies("brain-tools-auth", false)?;
+    if !auth.is_empty() {
+        problems.push(format!(
+            "brain-tools-auth depends on {}",
+            auth.into_iter().collect::<Vec<_>>().join(", ")
+        ));
+    }
     for (package, dependency) in forbidden {
         let all =
             dependencies(package, false).with_context(|| format!("cargo tree -p {package}"))?;

@@ -34,6 +34,9 @@ pub struct Counters {
     pub tool_calls: BTreeMap<String, u64>,
     /// `params._meta` of every `tools/call` in arrival order (`null` when the call had none).
     pub call_meta: Vec<Value>,
+    /// `params._meta` of every `initialize` in arrival order (`null` when it had none).
+    #[serde(default)]
+    pub initialize_meta: Vec<Value>,
     /// Selected headers of every `tools/call` POST, in arrival order, keys lowercase:
     /// `mcp-protocol-version`, `mcp-method`, `mcp-name`, `authorization`, `mcp-session-id` (those present).
     /// Empty on stdio.
@@ -160,18 +163,20 @@ impl Stats {
             .and_then(Value::as_str);
         let params = message.and_then(|m| m.get("params"));
         let is_call = method == Some("tools/call");
+        let is_initialize = method == Some("initialize");
         let is_task = method.is_some_and(|m| m.starts_with("tasks/"));
-        let details = (is_call || is_task) && !self.skip_details.load(Ordering::Relaxed);
+        let details =
+            (is_call || is_initialize || is_task) && !self.skip_details.load(Ordering::Relaxed);
         let tool = is_call
             .then(|| params.and_then(|p| p.get("name")).and_then(Value::as_str))
             .flatten();
-        let meta = (details && is_call).then(|| {
+        let meta = (details && (is_call || is_initialize)).then(|| {
             params
                 .and_then(|p| p.get("_meta"))
                 .cloned()
                 .unwrap_or(Value::Null)
         });
-        let headers = details.then(headers);
+        let headers = (details && (is_call || is_task)).then(headers);
         let task_request = (details && is_task).then(|| {
             let mut seen = BTreeMap::new();
             seen.insert("method".to_owned(), method.unwrap_or_default().to_owned());
@@ -204,8 +209,10 @@ impl Stats {
             if let Some(tool) = tool {
                 bump(&mut c.tool_calls, tool);
             }
-            if let Some(meta) = meta {
-                c.call_meta.push(meta);
+            match meta {
+                Some(meta) if is_call => c.call_meta.push(meta),
+                Some(meta) => c.initialize_meta.push(meta),
+                None => {}
             }
             if let Some(headers) = headers {
                 c.call_headers.push(headers);

@@ -445,13 +445,13 @@ impl fmt::Display for Problem {
     }
 }
 
-/// A writer that escapes what [`needs_escape`] names.
+/// A writer that escapes what the one rule ([`crate::text::escape`]) escapes.
 struct Escaped<'a, 'b>(&'a mut fmt::Formatter<'b>);
 
 impl fmt::Write for Escaped<'_, '_> {
     fn write_str(&mut self, text: &str) -> fmt::Result {
         for c in text.chars() {
-            if needs_escape(c) {
+            if crate::text::is_hidden(c) {
                 write!(self.0, "\\u{{{:x}}}", u32::from(c))?;
             } else {
                 fmt::Write::write_char(self.0, c)?;
@@ -459,13 +459,6 @@ impl fmt::Write for Escaped<'_, '_> {
         }
         Ok(())
     }
-}
-
-/// Control characters, and the format characters that reorder or hide text around them
-/// (bidirectional embeddings, overrides, isolates and marks; zero-width characters).
-fn needs_escape(c: char) -> bool {
-    c.is_control()
-        || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
 }
 
 impl Problem {

@@ -13,6 +13,16 @@
 //! What this crate is not: it does not decide who may call what (that is
 //! `brain-tools-policy`) and it does not talk to servers (`brain-mcp-transport`).
 //!
+//! A host that keeps its own config in serde can embed a host config in it: [`HostConfig`]
+//! and [`Loaded`] implement `Deserialize`, validating as [`HostConfig::from_json_bytes`]
+//! does.
+//!
+//! **Key order.** Schemas are kept verbatim, key order included, so this crate turns on
+//! `serde_json`'s `preserve_order` feature; cargo unifies features, so every
+//! `serde_json::Map` in an application that depends on this crate (its own `json!`
+//! objects included) keeps insertion order instead of sorting its keys. Nothing else
+//! changes: lookups, equality and serialization of values are the same.
+//!
 //! ```
 //! use brain_tools_config::{HostConfig, Target};
 //!
@@ -38,10 +48,11 @@ mod parse;
 mod path;
 mod schema;
 mod serialize;
+pub mod text;
 
 pub use auth::{
-    ClientCredentialsAuth, EnterpriseAuth, McpAuth, OAuthAuth, SigningAlgorithm,
-    TokenEndpointAuthMethod, WorkloadIdentityAuth,
+    ClientAuthentication, ClientCredentialsAuth, EnterpriseAuth, McpAuth, OAuthAuth, SecretMethod,
+    SigningAlgorithm, TokenEndpointAuthMethod, WorkloadIdentityAuth,
 };
 pub use binding::{
     DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_SECONDS, EnvValue, HostConfig, HttpTarget,

@@ -142,6 +142,27 @@ impl HostConfig {
     }
 }
 
+/// A host config inside a host's own serde config (`brain: HostConfig` in its own struct):
+/// the value is validated exactly as [`HostConfig::from_json_bytes`] validates a
+/// document, and every problem is reported, each with its path inside that value. What
+/// serde cannot give: repeated keys (serde keeps the last one, so they are not seen) and
+/// the warnings (deserialize a [`Loaded`] to keep them).
+impl<'de> serde::Deserialize<'de> for HostConfig {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Loaded::deserialize(deserializer).map(|loaded| loaded.config)
+    }
+}
+
+/// A host config and its warnings, inside a host's own serde config (see
+/// [`HostConfig`]'s `Deserialize`).
+impl<'de> serde::Deserialize<'de> for Loaded {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        HostConfig::from_json_value_with_env(&value, |name| std::env::var_os(name).is_some())
+            .map_err(serde::de::Error::custom)
+    }
+}
+
 impl<'a> Loader<'a> {
     fn new(is_set: &'a dyn Fn(&str) -> bool) -> Self {
         Self {

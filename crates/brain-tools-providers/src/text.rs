@@ -82,20 +82,10 @@ pub(crate) fn fill(template: &str, vars: &Vars, max: Option<usize>, path: Option
     out
 }
 
-/// Control characters, and the Unicode formatting controls that reorder or hide text at a
-/// terminal (bidirectional embeddings, overrides and isolates, directional marks,
-/// zero-width characters), as `\u{..}` escapes.
+/// The one escaping rule (the config crate's): what could drive a terminal or mislead
+/// the reader, as `\u{..}` escapes.
 pub(crate) fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        let format_control = matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}');
-        if c.is_control() || format_control {
-            let _ = write!(out, "\\u{{{:x}}}", c as u32);
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    brain_tools_config::text::escape(text, false)
 }
 
 #[cfg(test)]

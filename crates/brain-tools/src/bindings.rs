@@ -2,15 +2,8 @@
 
 use std::collections::HashSet;
 
-use brain_mcp_transport::{
-    AuthorizationCodeGrant, ClientAuthentication, ClientCredentialsGrant, DiscoveredTool, Endpoint,
-    EnterpriseGrant, Grant, Secret, SecretMethod, SigningAlgorithm, StdioEndpoint,
-    WorkloadIdentityGrant,
-};
-use brain_tools_config::{
-    EnvValue, McpAuth, McpServer, McpTarget, SigningAlgorithm as ConfigAlgorithm, Target,
-    TokenEndpointAuthMethod, ToolBinding,
-};
+use brain_mcp_transport::{DiscoveredTool, Endpoint, Grant, Secret, StdioEndpoint};
+use brain_tools_config::{EnvValue, McpAuth, McpServer, McpTarget, Target, ToolBinding};
 
 /// Bindings for discovered tools, and the tools that had to be renamed.
 #[derive(Debug, Clone, PartialEq)]
@@ -106,15 +99,6 @@ pub enum GrantError {
         /// What it holds (`its client secret`, ...).
         what: &'static str,
     },
-    /// The `auth` object lacks a field its method needs (loading a config rules it out).
-    #[error("its auth object has no {field}")]
-    MissingField {
-        /// The field.
-        field: &'static str,
-    },
-    /// A kind of `auth` this version does not know.
-    #[error("its kind of auth is not known to this version")]
-    Unsupported,
 }
 
 /// The transport's grant for a binding's `auth`, its secrets read now through `read`
@@ -124,113 +108,15 @@ pub fn grant_of(
     auth: &McpAuth,
     read: impl Fn(&str) -> Option<String>,
 ) -> Result<Grant, GrantError> {
-    let secret = |variable: &str, what: &'static str| {
+    auth.try_map(|variable, role| {
         read(variable)
             .filter(|value| !value.is_empty())
             .map(Secret::new)
             .ok_or_else(|| GrantError::MissingSecret {
-                variable: variable.to_owned(),
-                what,
+                variable: variable.clone(),
+                what: role.describe(),
             })
-    };
-    let optional = |variable: &Option<String>, what: &'static str| {
-        variable
-            .as_deref()
-            .map(|variable| secret(variable, what))
-            .transpose()
-    };
-    match auth {
-        McpAuth::ClientCredentials(auth) => {
-            let authentication = match auth.token_endpoint_auth_method {
-                Some(TokenEndpointAuthMethod::PrivateKeyJwt) => {
-                    let variable =
-                        auth.private_key_env
-                            .as_deref()
-                            .ok_or(GrantError::MissingField {
-                                field: "private_key_env",
-                            })?;
-                    ClientAuthentication::PrivateKeyJwt {
-                        key: secret(variable, "its private key")?,
-                        algorithm: algorithm(auth.signing_algorithm.unwrap_or_default()),
-                    }
-                }
-                method => {
-                    let variable =
-                        auth.client_secret_env
-                            .as_deref()
-                            .ok_or(GrantError::MissingField {
-                                field: "client_secret_env",
-                            })?;
-                    ClientAuthentication::Secret {
-                        secret: secret(variable, "its client secret")?,
-                        method: match method {
-                            Some(TokenEndpointAuthMethod::ClientSecretBasic) => {
-                                Some(SecretMethod::Basic)
-                            }
-                            Some(TokenEndpointAuthMethod::ClientSecretPost) => {
-                                Some(SecretMethod::Post)
-                            }
-                            _ => None,
-                        },
-                    }
-                }
-            };
-            let mut grant = ClientCredentialsGrant::new(&auth.client_id, authentication)
-                .scopes(auth.scopes.iter().cloned());
-            grant.issuer = auth.issuer.clone();
-            Ok(Grant::ClientCredentials(grant))
-        }
-        McpAuth::OAuth(auth) => {
-            let mut grant = AuthorizationCodeGrant::new().scopes(auth.scopes.iter().cloned());
-            if let Some(client_id) = &auth.client_id {
-                grant = grant.client(
-                    client_id,
-                    optional(&auth.client_secret_env, "its client secret")?,
-                );
-            }
-            grant.client_id_metadata_url = auth.client_id_metadata_url.clone();
-            grant.redirect_uri = auth.redirect_uri.clone();
-            grant.issuer = auth.issuer.clone();
-            Ok(Grant::AuthorizationCode(grant))
-        }
-        McpAuth::Enterprise(auth) => {
-            let mut grant = EnterpriseGrant::new(
-                &auth.client_id,
-                &auth.idp_issuer,
-                &auth.idp_token_endpoint,
-                &auth.idp_client_id,
-            )
-            .client_secret(optional(&auth.client_secret_env, "its client secret")?)
-            .idp_client_secret(optional(
-                &auth.idp_client_secret_env,
-                "its client secret at the identity provider",
-            )?)
-            .scopes(auth.scopes.iter().cloned());
-            grant.issuer = auth.issuer.clone();
-            Ok(Grant::Enterprise(grant))
-        }
-        McpAuth::WorkloadIdentity(auth) => {
-            let mut grant = WorkloadIdentityGrant::new(secret(
-                &auth.assertion_env,
-                "its workload identity token",
-            )?)
-            .scopes(auth.scopes.iter().cloned());
-            grant.client_id = auth.client_id.clone();
-            grant.issuer = auth.issuer.clone();
-            Ok(Grant::WorkloadIdentity(grant))
-        }
-        _ => Err(GrantError::Unsupported),
-    }
-}
-
-fn algorithm(algorithm: ConfigAlgorithm) -> SigningAlgorithm {
-    match algorithm {
-        ConfigAlgorithm::Rs384 => SigningAlgorithm::Rs384,
-        ConfigAlgorithm::Rs512 => SigningAlgorithm::Rs512,
-        ConfigAlgorithm::Es256 => SigningAlgorithm::Es256,
-        ConfigAlgorithm::Es384 => SigningAlgorithm::Es384,
-        _ => SigningAlgorithm::Rs256,
-    }
+    })
 }
 
 /// A binding name the config accepts: `^[A-Za-z0-9_-]{1,64}$`, unique among `taken`.
@@ -322,11 +208,14 @@ mod tests {
             "EMPTY" => Some(String::new()),
             _ => None,
         };
-        let mut cc = ClientCredentialsAuth::new("host");
-        cc.client_secret_env = Some("CS".into());
-        cc.token_endpoint_auth_method = Some(TokenEndpointAuthMethod::ClientSecretPost);
-        cc.scopes = vec!["a".into()];
-        cc.issuer = Some("https://as".into());
+        use brain_mcp_transport::{ClientAuthentication, SecretMethod, SigningAlgorithm};
+        let secret = brain_tools_config::ClientAuthentication::Secret {
+            secret: "CS".into(),
+            method: Some(SecretMethod::Post),
+        };
+        let mut cc = ClientCredentialsAuth::new("host", secret)
+            .scopes(["a"])
+            .issuer("https://as");
         let Ok(Grant::ClientCredentials(grant)) =
             grant_of(&McpAuth::ClientCredentials(cc.clone()), env)
         else {
@@ -343,9 +232,10 @@ mod tests {
             (grant.scopes.as_slice(), grant.issuer.as_deref()),
             (&["a".to_owned()][..], Some("https://as"))
         );
-        cc.token_endpoint_auth_method = Some(TokenEndpointAuthMethod::PrivateKeyJwt);
-        cc.private_key_env = Some("KEY".into());
-        cc.signing_algorithm = Some(ConfigAlgorithm::Es256);
+        cc.authentication = brain_tools_config::ClientAuthentication::PrivateKeyJwt {
+            key: "KEY".into(),
+            algorithm: SigningAlgorithm::Es256,
+        };
         let Ok(Grant::ClientCredentials(grant)) =
             grant_of(&McpAuth::ClientCredentials(cc.clone()), env)
         else {
@@ -358,7 +248,10 @@ mod tests {
                 ..
             }
         ));
-        cc.private_key_env = Some("EMPTY".into());
+        cc.authentication = brain_tools_config::ClientAuthentication::PrivateKeyJwt {
+            key: "EMPTY".into(),
+            algorithm: SigningAlgorithm::Es256,
+        };
         assert_eq!(
             grant_of(&McpAuth::ClientCredentials(cc), env).unwrap_err(),
             GrantError::MissingSecret {
@@ -368,19 +261,19 @@ mod tests {
         );
         let mut oauth = OAuthAuth::new();
         oauth.client_id = Some("pre".into());
-        oauth.client_secret_env = Some("UNSET".into());
+        oauth.client_secret = Some("UNSET".into());
         let error = grant_of(&McpAuth::OAuth(oauth.clone()), env).unwrap_err();
         assert_eq!(
             error.to_string(),
             "UNSET, the environment variable that holds its client secret, is not set"
         );
-        oauth.client_secret_env = None;
+        oauth.client_secret = None;
         assert!(matches!(
             grant_of(&McpAuth::OAuth(oauth), env),
-            Ok(Grant::AuthorizationCode(_))
+            Ok(Grant::OAuth(_))
         ));
         let mut enterprise = EnterpriseAuth::new("c", "https://idp", "https://idp/token", "i");
-        enterprise.idp_client_secret_env = Some("CS".into());
+        enterprise.idp_client_secret = Some("CS".into());
         let Ok(Grant::Enterprise(grant)) = grant_of(&McpAuth::Enterprise(enterprise), env) else {
             panic!("a grant");
         };

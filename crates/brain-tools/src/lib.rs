@@ -15,6 +15,11 @@
 //! Every failure becomes a `tool.result` with `is_error: true` and an error object whose
 //! kind and delivery say what happened and whether the tool may have run.
 //!
+//! Each call runs in a `tool_call` span that is OpenTelemetry's MCP client span
+//! (`tools/call {mcp_tool}`); with the `otel` feature its trace context goes to the
+//! server in `params._meta` (SEP-414) and the call metrics are recorded. See
+//! `docs/observability.md`.
+//!
 //! HTTP and SSE tools (bindings without `mcp_tool`) are handed to an
 //! [`HttpToolExecutor`] the host supplies.
 //!
@@ -40,15 +45,18 @@ mod bindings;
 mod executor;
 mod host;
 mod sink;
+mod telemetry;
 
 pub use bindings::{Bound, GrantError, bind_discovered, endpoint_of, grant_of};
 pub use executor::{HttpToolCall, HttpToolExecutor, HttpToolOutput};
 pub use host::{BuildError, CallScope, ModelTool, ToolHost, ToolHostBuilder};
 pub use sink::EventSink;
 
-// Everything a host needs from the layers below, so that it depends on this crate (and
-// `brain-tools-config` for loading) and nothing else. These types are part of this
+// Everything a host needs from the layers below, so that it depends on this crate and
+// nothing else (the config crate included, as `brain_tools::config`). These types are part of this
 // crate's API: a breaking change in one is a breaking change here.
+#[cfg(feature = "otel")]
+pub use brain_mcp_transport::ExportHttpClient;
 pub use brain_mcp_transport::{
     Authorization, AuthorizationCodeGrant, AuthorizationPrompt, Authorizer, CallError,
     ClientAuthentication, ClientBuildError, ClientCredentialsGrant, ClientOptions, ClientStats,
@@ -59,7 +67,11 @@ pub use brain_mcp_transport::{
     Secret, SecretMethod, ServerRequestPolicy, SigningAlgorithm, StdioEndpoint, StoreError,
     StoredGrant, StoredGrantSummary, WorkloadIdentityGrant, progress_channel,
 };
+pub use brain_mcp_transport::{CallOutcome, CallRequest, JsonObject};
 // The credential store contract, for a host that implements its own store.
+/// The attribute a host puts on its own `CredentialStore`, `EventSink`-like and other
+/// async trait implementations (the traits here are `async_trait` traits).
+pub use async_trait::async_trait;
 pub use brain_mcp_transport::{
     DEFAULT_LEASE_TTL, Expected, GrantVersion, Lease, LeaseHolder, MAX_TOKEN_LIFETIME,
     StoreErrorKind, Swap, VersionedGrant,
@@ -68,11 +80,14 @@ pub use brain_mcp_transport::{
 pub use brain_mcp_transport::{
     KeyRing, KeyRingError, PostgresCredentialStore, PostgresStoreOptions,
 };
+/// The host config: loading, validating and writing it (the `brain-tools-config` crate).
+pub use brain_tools_config as config;
+pub use brain_tools_config::{ConfigErrors, HostConfig, Loaded, ToolBinding};
 pub use brain_tools_events::{
     CallHeader, ContentBlock, Delivery, ErrorKind, McpResult, ProgressEvent, ResultEvent,
     ToolError, ToolEvent,
 };
-pub use brain_tools_policy::PolicyError;
+pub use brain_tools_policy::{Policy, PolicyError};
 pub use tokio::time::Instant;
 pub use tokio_util::sync::CancellationToken;
 

@@ -638,28 +638,6 @@ pub(crate) struct StoreArgs {
     pub(crate) keys: Option<PathBuf>,
 }
 
-impl StoreArgs {
-    /// The flags as given, to repeat in a suggested command (a URL is not repeated: it
-    /// may hold a password).
-    pub(crate) fn repeated(&self) -> String {
-        let mut flags = String::new();
-        if let Some(location) = &self.location {
-            if crate::auth::is_database(location) {
-                flags.push_str(" --store \"$MCP_TOOLS_STORE\"");
-            } else {
-                flags.push_str(&format!(" --store {}", crate::auth::shell_word(location)));
-            }
-        }
-        if let Some(keys) = &self.keys {
-            flags.push_str(&format!(
-                " --store-keys {}",
-                crate::auth::shell_word(&keys.display().to_string())
-            ));
-        }
-        flags
-    }
-}
-
 /// Rewrites `-url X` and `-url=X` to `--url X` / `--url=X` for the known long flags.
 /// Arguments that are not UTF-8 pass through untouched (clap reports them).
 pub(crate) fn normalize(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {

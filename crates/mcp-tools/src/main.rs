@@ -1,25 +1,11 @@
 //! `mcp-tools`: turn tools on an MCP server into Brain tool bindings; run and check them.
 //! See `docs/cli.md`.
 
-mod app;
-mod auth;
-mod call;
-mod check;
 mod cli;
-mod conventions;
-mod diff;
-mod discover;
-mod escape;
-mod human;
-mod input;
-mod login;
-mod logs;
-mod merge;
-mod models;
-mod printer;
-mod progress;
-mod stdio;
+mod commands;
+mod dispatch;
+mod runtime;
 
 fn main() -> std::process::ExitCode {
-    app::run(std::env::args_os())
+    dispatch::run(std::env::args_os())
 }

@@ -41,9 +41,10 @@ use crate::{
     error::{CallError, Challenge},
     grant::{
         AuthorizationCodeGrant, ClientAuthentication, ClientCredentialsGrant, DEFAULT_REDIRECT_URI,
-        EnterpriseGrant, Grant, SigningAlgorithm, WorkloadIdentityGrant,
+        EnterpriseGrant, Grant, GrantExt, SigningAlgorithm, WorkloadIdentityGrant,
     },
     secret::{Secret, one_line},
+    telemetry::{Metrics, TokenRequest},
 };
 
 /// A token is renewed when less than this (or half its lifetime, if shorter) is left.
@@ -60,6 +61,8 @@ pub(super) struct Ctx<'a> {
     /// Where a refresh runs: on its own, so that a call that stops waiting for it cannot
     /// lose the refresh token it rotates.
     pub(super) tasks: &'a TaskTracker,
+    /// Counts token requests.
+    pub(super) metrics: &'a Metrics,
 }
 
 /// The error for a credential store that failed: `credential_store`, not sent, with the
@@ -486,7 +489,7 @@ impl Entry {
         if let Some(token) = self.fresh() {
             return Ok(Some(token));
         }
-        let delegated = matches!(self.grant(), Grant::AuthorizationCode(_));
+        let delegated = matches!(self.grant(), Grant::OAuth(_));
         if delegated && !flight.loaded {
             // First use: the stored grant's token becomes the one in use, even when it is
             // due for renewal (while it has not expired, it is what a failed renewal
@@ -494,7 +497,8 @@ impl Entry {
             flight.loaded = true;
             if let Some((key, stored)) = self.stored(ctx).await? {
                 flight.key = Some(key);
-                if let Some(token) = Token::from_stored(&stored.grant, self.grant().secrets()) {
+                if let Some(token) = Token::from_stored(&stored.grant, self.grant().owned_secrets())
+                {
                     let mut token = token?;
                     self.set(&mut token);
                     if token.is_fresh(Instant::now()) {
@@ -506,7 +510,7 @@ impl Entry {
         let stale = lock(&self.token).clone();
         let now = Instant::now();
         let renewed = match self.grant() {
-            Grant::AuthorizationCode(_)
+            Grant::OAuth(_)
                 if flight.key.is_some()
                     && stale.as_ref().is_none_or(|token| token.refresh.is_some()) =>
             {
@@ -516,7 +520,7 @@ impl Entry {
                     .await
             }
             // Nothing to refresh with: used until it expires, then the server says.
-            Grant::AuthorizationCode(_) => Ok(None),
+            Grant::OAuth(_) => Ok(None),
             _ if stale.is_some() && flight.manager.is_some() => self
                 .obtain(ctx, &mut flight, None, Vec::new())
                 .await
@@ -657,7 +661,7 @@ impl Entry {
         force: bool,
     ) -> Result<Token, CallError> {
         match self.grant() {
-            Grant::AuthorizationCode(grant) => {
+            Grant::OAuth(grant) => {
                 self.reauthorize_delegated(ctx, flight, challenge, sent, force, &grant)
                     .await
             }
@@ -683,7 +687,7 @@ impl Entry {
         let mut scopes = sent.map(|token| token.scopes.clone()).unwrap_or_default();
         union(&mut scopes, asked.iter().cloned());
         match self.grant() {
-            Grant::AuthorizationCode(grant) => {
+            Grant::OAuth(grant) => {
                 let Some(authorizer) = ctx.authorizer else {
                     return Err(required(format!(
                         "the server needs more scope ({}) than the tenant granted",
@@ -715,14 +719,16 @@ impl Entry {
         if flight.manager.is_none() {
             self.discover(ctx, flight, challenge).await?;
         }
-        match self.grant() {
+        let obtained = match self.grant() {
             Grant::ClientCredentials(grant) => self.client_credentials(flight, &grant, more).await,
             Grant::Enterprise(grant) => self.enterprise(ctx, flight, &grant, more).await,
             Grant::WorkloadIdentity(grant) => {
                 self.workload_identity(ctx, flight, &grant, more).await
             }
-            _ => Err(failed("the grant cannot be obtained without a user")),
-        }
+            _ => return Err(failed("the grant cannot be obtained without a user")),
+        };
+        ctx.metrics.token(TokenRequest::Obtain, obtained.is_ok());
+        obtained
     }
 
     async fn client_credentials(
@@ -779,6 +785,11 @@ impl Entry {
                     resource,
                 }
             }
+            _ => {
+                return Err(failed(
+                    "this build does not support the binding's client authentication",
+                ));
+            }
         };
         manager
             .validate_client_credentials_metadata(&config)
@@ -792,7 +803,7 @@ impl Entry {
         Token::from_response(
             &response,
             scopes,
-            Grant::ClientCredentials(grant.clone()).secrets(),
+            Grant::ClientCredentials(grant.clone()).owned_secrets(),
         )
     }
 
@@ -857,7 +868,7 @@ impl Entry {
                     .take_refused()
                     .map_or_else(|| from_ema(&error), Refused::error)
             })?;
-        let mut hidden = Grant::Enterprise(grant.clone()).secrets();
+        let mut hidden = Grant::Enterprise(grant.clone()).owned_secrets();
         hidden.push(id_token);
         let granted = if token.scopes.is_empty() {
             scopes
@@ -933,7 +944,7 @@ impl Entry {
             answer.refresh_token.map(Secret::new),
             lifetime,
             granted,
-            Grant::WorkloadIdentity(grant.clone()).secrets(),
+            Grant::WorkloadIdentity(grant.clone()).owned_secrets(),
         )
     }
 
@@ -1071,6 +1082,8 @@ impl Entry {
             return Err(failed("the token refresh could not be run"));
         };
         flight.manager = Some(manager);
+        ctx.metrics
+            .token(TokenRequest::Refresh, matches!(response, Some(Ok(_))));
         let response = match response {
             Some(Ok(response)) => response,
             Some(Err(error)) => return self.refused(ctx, key, &error, &outcome, stale).await,
@@ -1092,7 +1105,7 @@ impl Entry {
         let scopes = saved.map_or(stored.grant.scopes.clone(), |saved| {
             saved.grant().scopes.clone()
         });
-        let mut hidden = self.grant().secrets();
+        let mut hidden = self.grant().owned_secrets();
         hidden.extend(stored.grant.client_secret.iter().cloned());
         Token::from_response(&response, scopes, hidden)
     }
@@ -1106,7 +1119,7 @@ impl Entry {
         stored: &VersionedGrant,
         stale: Option<&Token>,
     ) -> Option<Result<Token, CallError>> {
-        let token = match Token::from_stored(&stored.grant, self.grant().secrets())? {
+        let token = match Token::from_stored(&stored.grant, self.grant().owned_secrets())? {
             Ok(token) => token,
             Err(error) => return Some(Err(error)),
         };
@@ -1164,7 +1177,7 @@ impl Entry {
         let Some(manager) = flight.manager.as_mut() else {
             return Err(failed("the authorization metadata is unknown"));
         };
-        let Grant::AuthorizationCode(grant) = self.grant() else {
+        let Grant::OAuth(grant) = self.grant() else {
             return Err(failed("not a delegated grant"));
         };
         let secret = stored.client_secret.clone().or_else(|| {
@@ -1349,7 +1362,7 @@ impl Entry {
         };
         let scopes = adapter::outcome(&saved, |outcome| outcome.saved.clone())
             .map_or(scopes, |saved| saved.grant().scopes.clone());
-        let mut hidden = Grant::AuthorizationCode(grant.clone()).secrets();
+        let mut hidden = Grant::OAuth(grant.clone()).owned_secrets();
         hidden.extend(registered_secret);
         Token::from_response(&response, scopes, hidden)
     }
@@ -1415,7 +1428,7 @@ impl Entry {
         ))
         .await
         .map_err(|error| self.auth_error(&error))?;
-        let mut hidden = self.grant().secrets();
+        let mut hidden = self.grant().owned_secrets();
         hidden.extend(stored.client_secret.iter().cloned());
         Token::from_response(&response, wanted, hidden)
     }

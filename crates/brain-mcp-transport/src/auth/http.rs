@@ -382,7 +382,7 @@ mod tests {
     }
 
     fn client() -> OAuthHttp {
-        OAuthHttp::new(crate::wire::http::pooled_client(true).unwrap())
+        OAuthHttp::new(crate::wire::http::pooled_client(&Default::default()).unwrap())
     }
 
     fn get(url: &str) -> http::Request<Vec<u8>> {

@@ -36,7 +36,7 @@ use std::{
 
 use tokio::time::Instant;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
-use tracing::instrument::WithSubscriber;
+use tracing::{Instrument, instrument::WithSubscriber};
 
 pub use self::store::{
     CredentialStore, DEFAULT_LEASE_TTL, Expected, FileCredentialStore, GrantKey, GrantVersion,
@@ -52,8 +52,9 @@ use self::{
 use crate::{
     endpoint::{HttpEndpoint, redacted_url},
     error::{CallError, Delivery, ErrorKind},
-    grant::{Authorization, Grant},
+    grant::{Authorization, Grant, GrantExt},
     secret::Secret,
+    telemetry::Metrics,
 };
 
 /// Authorizations (a first one, then step-ups or re-authorizations) one operation may
@@ -182,6 +183,7 @@ struct Inner {
     client_name: String,
     entries: Mutex<HashMap<EntryKey, Arc<Entry>>>,
     tasks: TaskTracker,
+    metrics: Metrics,
 }
 
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -250,6 +252,7 @@ impl Auth {
         pooled: reqwest::Client,
         client_name: &str,
         tasks: TaskTracker,
+        metrics: Metrics,
     ) -> Self {
         let store = options
             .store
@@ -264,6 +267,7 @@ impl Auth {
                 client_name: client_name.to_owned(),
                 entries: Mutex::new(HashMap::new()),
                 tasks,
+                metrics,
             }),
         }
     }
@@ -289,6 +293,7 @@ impl Auth {
             identity: self.inner.identity.as_ref(),
             client_name: &self.inner.client_name,
             tasks: &self.inner.tasks,
+            metrics: &self.inner.metrics,
         }
     }
 
@@ -310,7 +315,11 @@ impl Auth {
             match entry.fresh() {
                 // The per-call path: the cached token, no lock held, no store read.
                 Some(token) => Some(token),
-                None => bounded(&run, entry.current(&ctx)).await?,
+                None => {
+                    bounded(&run, entry.current(&ctx))
+                        .instrument(authorize_span("renew"))
+                        .await?
+                }
             }
         };
         let mut authorizations = 0;
@@ -350,6 +359,7 @@ impl Auth {
             authorizations += 1;
             let login = run.login && authorizations == 1;
             let renewed = bounded(&run, entry.react(&ctx, &challenge, token.as_ref(), login))
+                .instrument(authorize_span("challenge"))
                 .await
                 .map_err(|error| hiding(error, token.as_ref()))?;
             token = Some(renewed);
@@ -366,7 +376,7 @@ impl Auth {
     ) -> Result<usize, CallError> {
         lock(&self.inner.entries)
             .retain(|key, _| !(key.tenant == authorization.tenant && key.url == url));
-        if !matches!(authorization.grant, Grant::AuthorizationCode(_)) {
+        if !matches!(authorization.grant, Grant::OAuth(_)) {
             return Ok(0);
         }
         let store = &self.inner.store;
@@ -395,7 +405,7 @@ impl Auth {
         authorization: &Authorization,
         url: &str,
     ) -> Result<GrantStatus, CallError> {
-        if !matches!(authorization.grant, Grant::AuthorizationCode(_)) {
+        if !matches!(authorization.grant, Grant::OAuth(_)) {
             return Ok(GrantStatus::AtCallTime);
         }
         let mut best: Option<StoredGrantSummary> = None;
@@ -447,6 +457,12 @@ fn hiding(error: CallError, token: Option<&Token>) -> CallError {
     }
 }
 
+/// The span of obtaining a token: `renew` before a request (no token yet, or one about to
+/// expire), `challenge` after a server refused one.
+fn authorize_span(reason: &'static str) -> tracing::Span {
+    tracing::info_span!("authorize", "brain.authorize.reason" = reason)
+}
+
 /// Waits for an authorization step within the operation's deadline and cancellation.
 async fn bounded<T>(
     run: &Run<'_>,
@@ -476,7 +492,7 @@ fn more_than_granted(scopes: &[String]) -> CallError {
 /// authorization: it is not sent a third time.
 fn refused_again(grant: &Grant, status: u16, scopes: &[String]) -> CallError {
     match (status, grant) {
-        (403, Grant::AuthorizationCode(_)) => more_than_granted(scopes),
+        (403, Grant::OAuth(_)) => more_than_granted(scopes),
         (403, _) => errors::failed(format!(
             "the server refused the call again for want of scope ({}), after a step-up",
             crate::secret::one_line(&scopes.join(" "), 200)
@@ -490,7 +506,7 @@ fn refused_again(grant: &Grant, status: u16, scopes: &[String]) -> CallError {
 /// The error once an operation used up its authorizations.
 fn exhausted(grant: &Grant, status: u16, scopes: &[String]) -> CallError {
     match (status, grant) {
-        (403, Grant::AuthorizationCode(_)) => more_than_granted(scopes),
+        (403, Grant::OAuth(_)) => more_than_granted(scopes),
         (403, _) => errors::failed(format!(
             "the server still needs more scope ({}) after {MAX_AUTHORIZATIONS} authorizations",
             crate::secret::one_line(&scopes.join(" "), 200)

@@ -3,8 +3,13 @@
 //! decides which context a call gets; the contexts do the rest.
 
 mod cache;
+#[cfg(feature = "otel")]
+mod export;
 mod grants;
 mod pool;
+
+#[cfg(feature = "otel")]
+pub use self::export::ExportHttpClient;
 
 use std::{
     sync::{
@@ -17,6 +22,7 @@ use std::{
 use rmcp::model::Implementation;
 use tokio::{sync::Notify, time::Instant};
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
+use tracing::Instrument;
 
 use self::{
     cache::{Cache, Known, ModernSlot, ServerKey},
@@ -25,7 +31,7 @@ use self::{
 use crate::{
     api::{
         CallOutcome, CallRequest, DEFAULT_DISCOVERY_BYTES, Discovery, DiscoveryRequest, Era,
-        EraPreference, ServerRequestPolicy,
+        EraPreference, JsonObject, ServerRequestPolicy,
     },
     context::{
         self, Opened, Purpose, Shared, legacy,
@@ -35,6 +41,8 @@ use crate::{
     endpoint::{Endpoint, HttpEndpoint, StdioEndpoint},
     error::{CallError, Delivery, ErrorKind},
     protocol::{handler::Handler, list::list_tools},
+    secret::Secret,
+    telemetry::{self, Metrics, Source},
     wire::http::{Clients, fresh_client, pooled_client},
 };
 
@@ -63,7 +71,7 @@ pub struct ClientOptions {
     stdio_grace: Duration,
     sse_reconnects: usize,
     max_response_bytes: usize,
-    tcp_nodelay: bool,
+    network: crate::wire::http::Network,
     warm: WarmSettings,
     /// OAuth: the credential store, the authorizer, the identity-token provider.
     auth: crate::auth::AuthOptions,
@@ -83,7 +91,10 @@ impl Default for ClientOptions {
             stdio_grace: Duration::from_secs(2),
             sse_reconnects: 3,
             max_response_bytes: 16 * 1024 * 1024,
-            tcp_nodelay: true,
+            network: crate::wire::http::Network {
+                tcp_nodelay: true,
+                ..Default::default()
+            },
             warm: WarmSettings {
                 enabled: true,
                 per_server: 2,
@@ -167,7 +178,37 @@ impl ClientOptions {
 
     /// `TCP_NODELAY` on pooled connections (default on).
     pub fn tcp_nodelay(mut self, on: bool) -> Self {
-        self.tcp_nodelay = on;
+        self.network.tcp_nodelay = on;
+        self
+    }
+
+    /// Sends every HTTP request (MCP and OAuth) through this proxy (`http://` or
+    /// `https://`, CONNECT for https servers; user info in the URL authenticates to the
+    /// proxy and is kept secret). By default the environment's proxy is used
+    /// (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`, with `NO_PROXY`), as reqwest reads it.
+    pub fn proxy(mut self, url: impl Into<String>) -> Self {
+        self.network.proxy = crate::wire::http::ProxySetting::Url(Secret::new(url.into()));
+        self
+    }
+
+    /// Uses no proxy, whatever the environment says.
+    pub fn no_proxy(mut self) -> Self {
+        self.network.proxy = crate::wire::http::ProxySetting::Off;
+        self
+    }
+
+    /// Trusts the root certificates in `pem` (one or more PEM certificates) beside the
+    /// platform's: a private CA for servers or authorization servers. May be called more
+    /// than once.
+    pub fn root_certificates_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.network.roots.push(pem.into());
+        self
+    }
+
+    /// Presents this client certificate (a PEM chain, leaf first) with its private key
+    /// (PEM: PKCS#8, PKCS#1 or SEC1) to servers that ask for one (mutual TLS).
+    pub fn client_certificate_pem(mut self, chain: impl Into<Vec<u8>>, key: Secret) -> Self {
+        self.network.identity = Some((chain.into(), key));
         self
     }
 
@@ -291,8 +332,8 @@ impl McpClient {
     /// configured for this client only.
     pub fn new(options: ClientOptions) -> Result<Self, ClientBuildError> {
         let http = Clients {
-            pooled: pooled_client(options.tcp_nodelay)?,
-            fresh: fresh_client(options.tcp_nodelay)?,
+            pooled: pooled_client(&options.network)?,
+            fresh: fresh_client(&options.network)?,
             resends: Arc::default(),
         };
         let handler = Handler::new(
@@ -311,6 +352,7 @@ impl McpClient {
             stdio_grace: options.stdio_grace,
             sse_reconnects: options.sse_reconnects,
             max_response_bytes: options.max_response_bytes,
+            metrics: Metrics::new(),
         };
         Ok(Self {
             inner: Arc::new(Inner {
@@ -324,6 +366,7 @@ impl McpClient {
                     shared.http.pooled.clone(),
                     &options.client_name,
                     shared.tasks.clone(),
+                    shared.metrics.clone(),
                 ),
                 options,
                 shared,
@@ -340,16 +383,26 @@ impl McpClient {
     /// Runs one `tools/call`: opens an MCP context, sends the call once, streams its
     /// progress, and returns its result; the context is closed afterwards (in the
     /// background, so the result is not held back).
+    ///
+    /// With the `otel` feature, the trace context of the current `tracing` span goes to
+    /// the server in the `_meta` of the call's requests (`traceparent`, `tracestate`,
+    /// `baggage`: SEP-414), and the steps that take time are spans of their own (`open`,
+    /// `authorize`, `request`).
     pub async fn call(&self, request: CallRequest) -> Result<CallOutcome, CallError> {
         if request.authorization.is_some() {
             return grants::call(self, request).await;
         }
+        let mut request = request;
+        request.trace = telemetry::trace_meta();
         let _in_flight = InFlight::new(&self.inner.calls_in_flight);
         let key = self.pool_key(&request)?;
         let mut noted = false;
         let outcome = self
             .call_on_a_context(&request, key.as_ref(), &mut noted)
             .await;
+        if let Err(error) = &outcome {
+            request.report.set_http_status(error.status());
+        }
         // Otherwise one more warm context once this call is over, when this call reached
         // its server (a server that is down or refuses us gets no contexts opened).
         let reached = outcome
@@ -397,7 +450,12 @@ impl McpClient {
                 self.note_and_refill(key, &request.endpoint);
                 *noted = true;
             }
-            match context::call(shared, warm, request).await {
+            request.report.set_warm(Some(true));
+            shared.metrics.context(Source::Warm, &request.endpoint);
+            let outcome = context::call(shared, warm, request)
+                .instrument(tracing::info_span!("request"))
+                .await;
+            match outcome {
                 // A warm context the server no longer knows (an expired session, a
                 // process that died): the call was provably not run, so it moves to a
                 // fresh context, if its one resend is still there.
@@ -417,9 +475,20 @@ impl McpClient {
                 request.deadline,
                 &request.cancel,
                 purpose,
+                &request.trace,
             )
             .await?;
-        context::call(shared, opened, request).await
+        let source = match opened {
+            Opened::Shared(_) => Source::Shared,
+            _ => Source::Cold,
+        };
+        request
+            .report
+            .set_warm((source == Source::Cold).then_some(false));
+        shared.metrics.context(source, &request.endpoint);
+        context::call(shared, opened, request)
+            .instrument(tracing::info_span!("request"))
+            .await
     }
 
     /// Which pool serves the call, if any: stdio commands, and HTTP servers known to
@@ -474,13 +543,23 @@ impl McpClient {
             let cancel = refill.cancel.clone();
             let budget = DEFAULT_DISCOVERY_BYTES;
             let opened = match &endpoint {
+                // A warm context belongs to no call yet: it carries no trace context.
                 Endpoint::Stdio(stdio) => client
-                    .open_stdio(stdio, deadline, &cancel, shared.max_response_bytes, budget)
+                    .open_stdio(
+                        stdio,
+                        deadline,
+                        &cancel,
+                        shared.max_response_bytes,
+                        budget,
+                        &JsonObject::new(),
+                    )
                     .await
                     .map(Warm::Stdio),
-                Endpoint::Http(http) => legacy::open(shared, http, deadline, &cancel, budget)
-                    .await
-                    .map(Warm::Legacy),
+                Endpoint::Http(http) => {
+                    legacy::open(shared, http, deadline, &cancel, budget, &JsonObject::new())
+                        .await
+                        .map(Warm::Legacy)
+                }
             };
             match opened {
                 Ok(warm) => match inner.pool.put(&key, &refill, warm) {
@@ -553,6 +632,7 @@ impl McpClient {
                 Purpose::Discovery {
                     budget: request.max_bytes,
                 },
+                &telemetry::trace_meta(),
             )
             .await?;
         let era = opened.era();
@@ -579,12 +659,15 @@ impl McpClient {
     }
 
     /// Opens an MCP context on the endpoint, in the era the options and the server allow.
+    /// `trace`: the trace context of the operation, for the requests of a context opened
+    /// for it alone (a session, a process; a shared client is not).
     async fn open(
         &self,
         endpoint: &Endpoint,
         deadline: Instant,
         cancel: &CancellationToken,
         purpose: Purpose,
+        trace: &JsonObject,
     ) -> Result<Opened, CallError> {
         let shared = &self.inner.shared;
         let http = match endpoint {
@@ -602,7 +685,9 @@ impl McpClient {
                         cancel,
                         line_limit,
                         purpose.non_call_budget(),
+                        trace,
                     )
+                    .instrument(tracing::info_span!("open", brain.context = "process"))
                     .await
                     .map(Opened::Stdio);
             }
@@ -618,6 +703,10 @@ impl McpClient {
                     .map(Opened::Shared),
                 Purpose::Discovery { budget } => self
                     .fresh_modern_client(http, deadline, cancel, budget)
+                    .instrument(tracing::info_span!(
+                        "open",
+                        brain.context = "2026-07-28 client"
+                    ))
                     .await?
                     .map(Opened::Owned),
             };
@@ -627,9 +716,17 @@ impl McpClient {
                 None => {}
             }
         }
-        legacy::open(shared, http, deadline, cancel, purpose.non_call_budget())
-            .await
-            .map(Opened::Legacy)
+        legacy::open(
+            shared,
+            http,
+            deadline,
+            cancel,
+            purpose.non_call_budget(),
+            trace,
+        )
+        .instrument(tracing::info_span!("open", brain.context = "session"))
+        .await
+        .map(Opened::Legacy)
     }
 
     /// A stdio server, started in the era the options say; in the automatic era, a
@@ -642,6 +739,7 @@ impl McpClient {
         cancel: &CancellationToken,
         line_limit: usize,
         non_call_budget: usize,
+        trace: &JsonObject,
     ) -> Result<stdio::Session, CallError> {
         let shared = &self.inner.shared;
         let cache = &self.inner.cache;
@@ -660,6 +758,7 @@ impl McpClient {
                 era,
                 line_limit,
                 non_call_budget,
+                trace,
             )
         };
         let opened = match open(era).await {

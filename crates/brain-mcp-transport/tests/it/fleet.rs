@@ -66,7 +66,7 @@ fn holder(store: Arc<dyn CredentialStore>) -> McpClient {
 fn pinned(servers: &Servers) -> brain_mcp_transport::Grant {
     let mut grant = brain_mcp_transport::AuthorizationCodeGrant::new();
     grant.issuer = Some(servers.issuer());
-    brain_mcp_transport::Grant::AuthorizationCode(grant)
+    brain_mcp_transport::Grant::OAuth(grant)
 }
 
 async fn stored(servers: &Servers, store: &dyn CredentialStore, tenant: &str) -> VersionedGrant {

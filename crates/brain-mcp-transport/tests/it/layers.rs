@@ -8,6 +8,7 @@ use std::{collections::BTreeMap, path::Path};
 const ORDER: &[&str] = &[
     "secret",
     "endpoint",
+    "telemetry",
     "grant",
     "progress",
     "api",

@@ -18,4 +18,5 @@ mod statuses;
 mod stdio;
 mod support;
 mod tasks;
+mod tls;
 mod warm;

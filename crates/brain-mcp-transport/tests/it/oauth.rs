@@ -42,7 +42,7 @@ pub(crate) fn client_credentials(method: Option<SecretMethod>) -> ClientCredenti
 }
 
 pub(crate) fn delegated() -> Grant {
-    Grant::AuthorizationCode(AuthorizationCodeGrant::new())
+    Grant::OAuth(AuthorizationCodeGrant::new())
 }
 
 pub(crate) struct Setup {
@@ -687,7 +687,7 @@ async fn the_pinned_issuer_is_enforced() {
         "the secret never left"
     );
     let delegated_pinned =
-        Grant::AuthorizationCode(AuthorizationCodeGrant::new().issuer("https://auth.example.com"));
+        Grant::OAuth(AuthorizationCodeGrant::new().issuer("https://auth.example.com"));
     let error = call_as(
         &setup.interactive_client(),
         &setup.url(),

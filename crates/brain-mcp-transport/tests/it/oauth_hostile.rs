@@ -116,7 +116,7 @@ async fn no_secret_goes_to_plain_http_off_this_machine_pinned_or_not() {
             .client()
             .authorize(
                 &setup.url(),
-                &Authorization::new("acme", Grant::AuthorizationCode(grant)),
+                &Authorization::new("acme", Grant::OAuth(grant)),
                 setup.authorizer.clone(),
                 Duration::from_secs(20),
             )

@@ -9,8 +9,8 @@ use serde_json::Value;
 use super::{ENV_NAME, Fields, Loader, has_user_info, suggest, type_name, without_user_info};
 use crate::{
     auth::{
-        ClientCredentialsAuth, EnterpriseAuth, McpAuth, OAuthAuth, SigningAlgorithm,
-        TokenEndpointAuthMethod, WorkloadIdentityAuth,
+        ClientAuthentication, ClientCredentialsAuth, EnterpriseAuth, McpAuth, OAuthAuth,
+        SigningAlgorithm, TokenEndpointAuthMethod, WorkloadIdentityAuth,
     },
     error::{Problem, Warning, WarningKind},
 };
@@ -294,15 +294,24 @@ impl Loader<'_> {
             None => {}
         }
 
-        Some(ClientCredentialsAuth {
-            client_id: client_id?,
-            client_secret_env: client_secret_env?,
-            token_endpoint_auth_method: method?,
-            private_key_env: private_key_env?,
-            signing_algorithm: algorithm?.and_then(SigningAlgorithm::from_name),
-            scopes: scopes?,
-            issuer: issuer?,
-        })
+        // Every problem is reported above; what is missing here was among them.
+        let method = method?;
+        let authentication = if method == Some(TokenEndpointAuthMethod::PrivateKeyJwt) {
+            ClientAuthentication::PrivateKeyJwt {
+                key: private_key_env??,
+                algorithm: algorithm?
+                    .and_then(SigningAlgorithm::from_name)
+                    .unwrap_or_default(),
+            }
+        } else {
+            ClientAuthentication::Secret {
+                secret: client_secret_env??,
+                method: method.and_then(TokenEndpointAuthMethod::secret_method),
+            }
+        };
+        let mut auth = ClientCredentialsAuth::new(client_id?, authentication).scopes(scopes?);
+        auth.issuer = issuer?;
+        Some(auth)
     }
 
     fn oauth(&mut self, fields: &Fields<'_>) -> Option<OAuthAuth> {
@@ -330,14 +339,13 @@ impl Loader<'_> {
         let scopes = self.scopes(fields);
         let redirect_uri = self.auth_url(fields, "redirect_uri", UrlRule::Endpoint);
         let issuer = self.auth_url(fields, "issuer", UrlRule::Issuer);
-        Some(OAuthAuth {
-            client_id: client_id?,
-            client_secret_env: client_secret_env?,
-            client_id_metadata_url: client_id_metadata_url?,
-            scopes: scopes?,
-            redirect_uri: redirect_uri?,
-            issuer: issuer?,
-        })
+        let mut auth = OAuthAuth::new().scopes(scopes?);
+        auth.client_id = client_id?;
+        auth.client_secret = client_secret_env?;
+        auth.client_id_metadata_url = client_id_metadata_url?;
+        auth.redirect_uri = redirect_uri?;
+        auth.issuer = issuer?;
+        Some(auth)
     }
 
     fn enterprise(&mut self, fields: &Fields<'_>) -> Option<EnterpriseAuth> {
@@ -377,16 +385,13 @@ impl Loader<'_> {
         );
         let scopes = self.scopes(fields);
         let issuer = self.auth_url(fields, "issuer", UrlRule::Issuer);
-        Some(EnterpriseAuth {
-            client_id: client_id?,
-            client_secret_env: client_secret_env?,
-            idp_issuer: idp_issuer?,
-            idp_token_endpoint: idp_token_endpoint?,
-            idp_client_id: idp_client_id?,
-            idp_client_secret_env: idp_client_secret_env?,
-            scopes: scopes?,
-            issuer: issuer?,
-        })
+        let mut auth =
+            EnterpriseAuth::new(client_id?, idp_issuer?, idp_token_endpoint?, idp_client_id?)
+                .client_secret(client_secret_env?)
+                .idp_client_secret(idp_client_secret_env?)
+                .scopes(scopes?);
+        auth.issuer = issuer?;
+        Some(auth)
     }
 
     fn workload_identity(&mut self, fields: &Fields<'_>) -> Option<WorkloadIdentityAuth> {
@@ -408,12 +413,10 @@ impl Loader<'_> {
         let client_id = self.non_empty_string(fields, "client_id");
         let scopes = self.scopes(fields);
         let issuer = self.auth_url(fields, "issuer", UrlRule::Issuer);
-        Some(WorkloadIdentityAuth {
-            assertion_env: assertion_env??,
-            client_id: client_id?,
-            scopes: scopes?,
-            issuer: issuer?,
-        })
+        let mut auth = WorkloadIdentityAuth::new(assertion_env??).scopes(scopes?);
+        auth.client_id = client_id?;
+        auth.issuer = issuer?;
+        Some(auth)
     }
 
     /// An optional string that must not be empty: `Some(None)` when absent, `None` when

@@ -3,8 +3,8 @@
 //! included.
 
 use brain_tools_config::{
-    ClientCredentialsAuth, HostConfig, McpAuth, McpServer, SigningAlgorithm, Target,
-    TokenEndpointAuthMethod,
+    ClientAuthentication, ClientCredentialsAuth, HostConfig, McpAuth, McpServer, SigningAlgorithm,
+    Target,
 };
 
 fn load(bytes: &[u8]) -> HostConfig {
@@ -49,12 +49,15 @@ fn auth_prints_right_after_token_env_in_document_order() {
     else {
         panic!("client credentials")
     };
-    let mut expected = ClientCredentialsAuth::new("brain-host");
-    expected.token_endpoint_auth_method = Some(TokenEndpointAuthMethod::PrivateKeyJwt);
-    expected.private_key_env = Some("MCP_PRIVATE_KEY".into());
-    expected.signing_algorithm = Some(SigningAlgorithm::Rs384);
-    expected.scopes = vec!["a".into(), "b".into()];
-    expected.issuer = Some("https://auth.example.com".into());
+    let expected = ClientCredentialsAuth::new(
+        "brain-host",
+        ClientAuthentication::PrivateKeyJwt {
+            key: "MCP_PRIVATE_KEY".into(),
+            algorithm: SigningAlgorithm::Rs384,
+        },
+    )
+    .scopes(["a", "b"])
+    .issuer("https://auth.example.com");
     assert_eq!(auth, &expected);
 
     let printed = serde_json::to_string(&config.tools[0]).unwrap();
@@ -69,4 +72,40 @@ fn auth_prints_right_after_token_env_in_document_order() {
             r#""tenants":["local"],"timeout_seconds":300,"max_output_bytes":1048576}"#
         )
     );
+}
+
+#[test]
+fn a_host_config_inside_a_hosts_own_serde_config() {
+    #[derive(serde::Deserialize)]
+    struct Settings {
+        #[allow(dead_code)]
+        port: u16,
+        brain: brain_tools_config::Loaded,
+        tools: HostConfig,
+    }
+    let document = serde_json::json!({
+        "port": 8080,
+        "brain": {"tools": [{"name": "search", "input_schema": {"type": "object"},
+            "url": "http://mcp.example.com/mcp", "mcp_tool": "search", "tenants": ["local"],
+            "token_env": "BRAIN_TEST_UNSET_VARIABLE_0"}]},
+        "tools": {"tools": []},
+    });
+    let settings: Settings = serde_json::from_value(document).unwrap();
+    assert_eq!(settings.brain.config.tools.len(), 1);
+    assert_eq!(settings.tools.tools.len(), 0);
+    assert!(
+        !settings.brain.warnings.is_empty(),
+        "the warnings are kept: a token over plain http, an unset variable"
+    );
+    // Every problem, each with its path inside the value.
+    let bad = serde_json::json!({"port": 1, "brain": {"tools": [{"name": "bad name"}]}, "tools": {"tools": []}});
+    let error = serde_json::from_value::<Settings>(bad)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        error.contains("tools[0]") && error.contains("name"),
+        "{error}"
+    );
+    assert!(error.contains("input_schema"), "every problem: {error}");
 }

@@ -17,7 +17,10 @@ async fn thousand(era: Era, preference: EraPreference) {
     // progress, and that nothing is left open: not how fast a machine runs a thousand
     // calls. Their deadline is the config's largest, so a loaded machine is only slower.
     let host = host(
-        &bindings(&json!({"url": server.url(), "timeout_seconds": 86_400}), &[]),
+        &bindings(
+            &json!({"url": server.url(), "timeout_seconds": 86_400}),
+            &[],
+        ),
         preference,
     );
     let started = std::time::Instant::now();

@@ -6,9 +6,12 @@ mod discover;
 mod fleet;
 mod help;
 mod human;
+mod layers;
 mod merge;
 mod models;
 mod oauth;
+#[cfg(feature = "otel")]
+mod otel;
 mod result_content;
 mod stdio_env;
 mod support;

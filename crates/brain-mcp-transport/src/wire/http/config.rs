@@ -7,7 +7,10 @@ use rmcp::transport::{
     streamable_http_client::StreamableHttpClientTransportConfig,
 };
 
-use crate::{endpoint::HttpEndpoint, secret::Redactor};
+use crate::{
+    endpoint::HttpEndpoint,
+    secret::{Redactor, Secret},
+};
 
 /// Per-transport settings of the backend.
 #[derive(Debug, Clone)]
@@ -46,6 +49,33 @@ pub(crate) fn transport_config(
     config
 }
 
+/// How a client's connections reach servers: `TCP_NODELAY`, a proxy, the roots it trusts
+/// beyond the platform's, and a client certificate for mutual TLS.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Network {
+    /// `TCP_NODELAY` on every connection.
+    pub(crate) tcp_nodelay: bool,
+    /// Which proxy, if any.
+    pub(crate) proxy: ProxySetting,
+    /// Root certificates (PEM) trusted beside the platform's.
+    pub(crate) roots: Vec<Vec<u8>>,
+    /// A client certificate chain (PEM) and its private key (PEM), for mutual TLS.
+    pub(crate) identity: Option<(Vec<u8>, Secret)>,
+}
+
+/// Which proxy requests go through.
+#[derive(Debug, Clone, Default)]
+pub(crate) enum ProxySetting {
+    /// The environment's (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`, `NO_PROXY`), as
+    /// reqwest reads them; none when they are unset.
+    #[default]
+    Environment,
+    /// This one, for every request (its URL may hold credentials: a secret).
+    Url(Secret),
+    /// None, whatever the environment says.
+    Off,
+}
+
 /// The pooled client: no redirects (a bearer never follows one to another origin),
 /// `TCP_NODELAY` as asked, and TLS with rustls on the `ring` provider, chosen here rather
 /// than through the process-wide default (a host's own choice of provider is left
@@ -53,32 +83,97 @@ pub(crate) fn transport_config(
 /// Why a client could not be built: what failed, and the library's error.
 pub(crate) type SetupError = (&'static str, Box<dyn std::error::Error + Send + Sync>);
 
-pub(crate) fn pooled_client(tcp_nodelay: bool) -> Result<reqwest::Client, SetupError> {
-    client(tcp_nodelay, true)
+pub(crate) fn pooled_client(network: &Network) -> Result<reqwest::Client, SetupError> {
+    client(network, true)
 }
 
 /// The same client without a pool: every request on a connection of its own.
-pub(crate) fn fresh_client(tcp_nodelay: bool) -> Result<reqwest::Client, SetupError> {
-    client(tcp_nodelay, false)
+pub(crate) fn fresh_client(network: &Network) -> Result<reqwest::Client, SetupError> {
+    client(network, false)
 }
 
 /// TLS for every client of ours: rustls on the `ring` provider with the platform's
 /// verifier, configured here rather than process-wide.
+#[cfg(feature = "postgres")]
 pub(crate) fn tls_config() -> Result<rustls::ClientConfig, rustls::Error> {
-    use rustls_platform_verifier::BuilderVerifierExt;
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    Ok(rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .and_then(|builder| builder.with_platform_verifier())?
-        .with_no_client_auth())
+    tls_config_for(&Network::default()).map_err(|(_, error)| {
+        error
+            .downcast::<rustls::Error>()
+            .map_or_else(|other| rustls::Error::General(other.to_string()), |e| *e)
+    })
 }
 
-fn client(tcp_nodelay: bool, pooled: bool) -> Result<reqwest::Client, SetupError> {
-    let tls = tls_config().map_err(|error| ("TLS could not be set up", error.into()))?;
+/// The client of OpenTelemetry exporters: TLS and redirects as ours, every request (its
+/// body read included) within `timeout`.
+#[cfg(feature = "otel")]
+pub(crate) fn export_client(timeout: Duration) -> Result<reqwest::Client, SetupError> {
+    let tls = tls_config_for(&Network::default())?;
     reqwest::Client::builder()
         .tls_backend_preconfigured(tls)
         .redirect(reqwest::redirect::Policy::none())
-        .tcp_nodelay(tcp_nodelay)
+        .tcp_nodelay(true)
+        .timeout(timeout)
+        .build()
+        .map_err(|error| ("the export client could not be built", error.into()))
+}
+
+/// TLS with a network's extra roots and client certificate.
+fn tls_config_for(network: &Network) -> Result<rustls::ClientConfig, SetupError> {
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer, pem::PemObject};
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut roots = Vec::new();
+    for pem in &network.roots {
+        for certificate in CertificateDer::pem_slice_iter(pem) {
+            roots.push(
+                certificate.map_err(|error| ("a root certificate is not PEM", error.into()))?,
+            );
+        }
+    }
+    let verifier =
+        rustls_platform_verifier::Verifier::new_with_extra_roots(roots, Arc::clone(&provider))
+            .map_err(|error| ("TLS could not be set up", error.into()))?;
+    let builder = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|error| ("TLS could not be set up", error.into()))?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(verifier));
+    match &network.identity {
+        None => Ok(builder.with_no_client_auth()),
+        Some((chain, key)) => {
+            let chain = CertificateDer::pem_slice_iter(chain)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|error| ("the client certificate is not PEM", error.into()))?;
+            let key = PrivateKeyDer::from_pem_slice(key.expose().as_bytes()).map_err(|_| {
+                // The key's parse error is not kept: it may quote the key.
+                let what = "the client certificate's key is not a PEM private key";
+                (what, what.into())
+            })?;
+            builder
+                .with_client_auth_cert(chain, key)
+                .map_err(|error| ("the client certificate cannot be used", error.into()))
+        }
+    }
+}
+
+fn client(network: &Network, pooled: bool) -> Result<reqwest::Client, SetupError> {
+    let tls = tls_config_for(network)?;
+    let mut builder = reqwest::Client::builder();
+    match &network.proxy {
+        ProxySetting::Environment => {}
+        ProxySetting::Off => builder = builder.no_proxy(),
+        ProxySetting::Url(url) => {
+            // reqwest's error quotes the URL, which may hold credentials: not kept.
+            let proxy = reqwest::Proxy::all(url.expose()).map_err(|_| {
+                let what = "the proxy URL cannot be used";
+                (what, what.into())
+            })?;
+            builder = builder.proxy(proxy);
+        }
+    }
+    builder
+        .tls_backend_preconfigured(tls)
+        .redirect(reqwest::redirect::Policy::none())
+        .tcp_nodelay(network.tcp_nodelay)
         .pool_idle_timeout(Duration::from_secs(60))
         .pool_max_idle_per_host(if pooled { usize::MAX } else { 0 })
         .build()

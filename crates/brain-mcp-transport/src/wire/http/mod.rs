@@ -52,9 +52,13 @@ use rmcp::{
 use sse_stream::Sse;
 use tokio_util::sync::CancellationToken;
 
+#[cfg(feature = "otel")]
+pub(crate) use config::export_client;
 #[cfg(feature = "postgres")]
 pub(crate) use config::tls_config;
-pub(crate) use config::{BackendConfig, SetupError, fresh_client, pooled_client, transport_config};
+pub(crate) use config::{
+    BackendConfig, Network, ProxySetting, SetupError, fresh_client, pooled_client, transport_config,
+};
 pub(crate) use session::SessionTracker;
 
 use crate::{
@@ -449,7 +453,7 @@ mod tests {
                 None
             }
         };
-        let client = super::config::pooled_client(true).unwrap();
+        let client = super::config::pooled_client(&Default::default()).unwrap();
         let error = client
             .post(&url)
             .body("{}")

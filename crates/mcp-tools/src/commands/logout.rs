@@ -1,0 +1,56 @@
+//! `mcp-tools logout`: remove a tenant's stored grant for the server of an OAuth binding.
+
+use brain_tools::ClientOptions;
+use brain_tools_config::McpAuth;
+
+use crate::{
+    cli::LogoutArgs,
+    runtime::{
+        auth,
+        client::{self, CLOSE_GRACE},
+        exit::{Exit, Outcome},
+        output::outln,
+        store,
+    },
+};
+
+pub(crate) async fn run(args: LogoutArgs) -> Outcome {
+    let target = auth::target(&args.target)?;
+    let tenant = args.target.tenant.trim();
+    if tenant.is_empty() {
+        return Err(Exit::Usage("the tenant name is empty".into()));
+    }
+    let authorization = auth::stored_authorization(tenant, &target.auth)?;
+    let store = store::open(&args.target.store).await?;
+    let dir = store.place;
+    let client = client::build(ClientOptions::default().credential_store(store.store))?;
+    // Removed readable or not: a grant the store cannot read is repaired by a logout.
+    let removed = client.forget_grant(&target.url, &authorization).await;
+    client.shutdown(CLOSE_GRACE).await;
+    let removed = removed.map_err(|error| {
+        Exit::Failed(format!(
+            "cannot remove the grant from {}: {}",
+            dir,
+            error.detail()
+        ))
+    })?;
+    match (&target.auth, removed) {
+        (McpAuth::OAuth(_), 0) => outln!(
+            "tenant {tenant} had no grant for {} in {}; nothing to remove",
+            target.url,
+            dir
+        ),
+        (McpAuth::OAuth(_), removed) => outln!(
+            "removed {removed} grant{} of tenant {tenant} for {} from {}",
+            if removed == 1 { "" } else { "s" },
+            target.url,
+            dir
+        ),
+        (auth, _) => outln!(
+            "{}: {} tokens are kept in memory only, never stored; nothing to remove",
+            target.url,
+            auth.type_name()
+        ),
+    }
+    Ok(())
+}

@@ -1,0 +1,556 @@
+//! What a person reads of a call: the result as text, with the last progress and what an
+//! error means for retrying. Pure (events in, text out), so it is snapshot-tested; the
+//! printer does the I/O.
+//!
+//! Everything a server sent (text, structured content, names, MIME types) and every path
+//! shown goes through [`super::escape::escape`] (`\u{1b}`), so a tool cannot move the
+//! cursor, recolour or retitle the terminal of the person reading it, or reorder or hide
+//! what they read.
+
+use std::{fmt::Write as _, path::PathBuf};
+
+use base64::Engine as _;
+use brain_tools::{ContentBlock, Delivery, ErrorKind, ProgressEvent, ResultEvent};
+
+use crate::runtime::output::escape::escape;
+
+/// Colour, or none.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Paint {
+    color: bool,
+}
+
+impl Paint {
+    /// Plain text.
+    #[cfg(test)]
+    pub(crate) fn plain() -> Self {
+        Self { color: false }
+    }
+
+    /// ANSI colour when `color`.
+    pub(crate) fn new(color: bool) -> Self {
+        Self { color }
+    }
+
+    fn wrap(self, code: &str, text: &str) -> String {
+        if self.color {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_owned()
+        }
+    }
+
+    fn ok(self, text: &str) -> String {
+        self.wrap("1;32", text)
+    }
+
+    fn bad(self, text: &str) -> String {
+        self.wrap("1;31", text)
+    }
+
+    fn label(self, text: &str) -> String {
+        self.wrap("1;33", text)
+    }
+
+    fn dim(self, text: &str) -> String {
+        self.wrap("2", text)
+    }
+}
+
+/// The progress a call reported, for the line above its result.
+#[derive(Debug, Clone)]
+pub(crate) struct ProgressSeen {
+    /// How many `tool.progress` events arrived (shown or not).
+    pub(crate) updates: u64,
+    /// The last one.
+    pub(crate) last: ProgressEvent,
+}
+
+/// What became of one image when `--save-dir` is given.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Saved {
+    /// Written to this file.
+    To(PathBuf),
+    /// Not written, and why.
+    Failed(String),
+}
+
+/// The one-line text of a progress event: `3/5 indexing`, `3 indexing` without a total.
+pub(crate) fn progress_text(event: &ProgressEvent) -> String {
+    let mut text = number(event.progress);
+    if let Some(total) = event.total {
+        let _ = write!(text, "/{}", number(total));
+    }
+    if let Some(message) = event.message.as_deref().filter(|m| !m.is_empty()) {
+        text.push(' ');
+        text.push_str(&escape(message, false));
+    }
+    text
+}
+
+/// The result for a person. `saved[i]` says what became of block `i` when it is an image
+/// and `--save-dir` was given.
+pub(crate) fn render(
+    progress: Option<&ProgressSeen>,
+    result: &ResultEvent,
+    saved: &[Option<Saved>],
+    paint: Paint,
+) -> String {
+    let mut out = String::new();
+    let header = format!(
+        "tool {}, call {}",
+        escape(&result.header.tool, false),
+        escape(&result.header.call_id, false)
+    );
+    if result.is_error {
+        let _ = writeln!(out, "{} {}", paint.bad("error:"), header);
+    } else {
+        let _ = writeln!(out, "{} {}", paint.ok("ok:"), header);
+    }
+    if let Some(seen) = progress {
+        let updates = if seen.updates == 1 {
+            "1 progress update".to_owned()
+        } else {
+            format!("{} progress updates", seen.updates)
+        };
+        let line = format!("{updates}; last: {}", progress_text(&seen.last));
+        let _ = writeln!(out, "{}", paint.dim(&line));
+    }
+    for (index, block) in result.content.iter().enumerate() {
+        out.push('\n');
+        let saved = saved.get(index).and_then(Option::as_ref);
+        out.push_str(&block_text(block, saved, paint));
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    if result.content.is_empty() {
+        let _ = writeln!(out, "\n{}", paint.dim("(no content)"));
+    }
+    if let Some(error) = &result.error {
+        out.push('\n');
+        let _ = writeln!(
+            out,
+            "{} {} ({})",
+            paint.label("kind:"),
+            error.kind,
+            kind_meaning(error.kind)
+        );
+        let _ = writeln!(
+            out,
+            "{} {} ({})",
+            paint.label("delivery:"),
+            error.delivery.as_str(),
+            delivery_meaning(error.delivery)
+        );
+    }
+    out
+}
+
+fn block_text(block: &ContentBlock, saved: Option<&Saved>, paint: Paint) -> String {
+    match block {
+        ContentBlock::Text { text } => escape(text, true),
+        // serde_json escapes C0 controls in strings, not C1 or bidirectional ones.
+        ContentBlock::Json { value } => escape(
+            &serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string()),
+            true,
+        ),
+        ContentBlock::Image { mime_type, data } => {
+            let size = match decode(data) {
+                Some(bytes) => size(bytes.len()),
+                None => "data that is not base64".to_owned(),
+            };
+            let mut line = paint.label(&format!("[image: {}, {size}]", escape(mime_type, false)));
+            match saved {
+                Some(Saved::To(path)) => {
+                    let _ = write!(
+                        line,
+                        " saved to {}",
+                        escape(&path.display().to_string(), false)
+                    );
+                }
+                Some(Saved::Failed(why)) => {
+                    let _ = write!(line, " not saved: {}", escape(why, false));
+                }
+                None => {}
+            }
+            line
+        }
+        _ => paint.dim("[a content block this version of mcp-tools cannot show]"),
+    }
+}
+
+/// What an error kind means, in a few words.
+fn kind_meaning(kind: ErrorKind) -> &'static str {
+    match kind {
+        ErrorKind::UnknownTool => "no such tool for this tenant",
+        ErrorKind::InvalidArguments => "the arguments do not satisfy the tool's input_schema",
+        ErrorKind::MissingToken => "the binding's token_env variable is not set",
+        ErrorKind::Connect => "the server could not be reached",
+        ErrorKind::HttpStatus => "the server answered with an HTTP error status",
+        ErrorKind::Protocol => "the server's answer was not valid MCP",
+        ErrorKind::Timeout => "the call's deadline (timeout_seconds) passed",
+        ErrorKind::Cancelled => "the call was cancelled",
+        ErrorKind::OutputTooLarge => "the response exceeded max_output_bytes",
+        ErrorKind::ToolError => "the tool reported an error; its text is above",
+        ErrorKind::OutputSchema => "the structured output does not satisfy output_schema",
+        ErrorKind::Executor => "the host's executor for HTTP tools failed or is missing",
+        ErrorKind::AuthorizationRequired => {
+            "the tenant has no usable grant for this server; someone must authorize, as the message says"
+        }
+        ErrorKind::AuthorizationFailed => "no access token could be obtained for this server",
+        ErrorKind::CredentialStore => {
+            "the credential store could not be reached or read; calls with a token in memory go on"
+        }
+        _ => "see docs/errors.md",
+    }
+}
+
+/// What a delivery value means for trying again.
+fn delivery_meaning(delivery: Delivery) -> &'static str {
+    match delivery {
+        Delivery::NotSent => {
+            "the tool did not run (the request never reached the server, or the server refused it before running it): safe to retry"
+        }
+        Delivery::Unknown => {
+            "the request may have reached the server, so the tool may have run: check before retrying"
+        }
+        Delivery::Delivered => "the server answered: the tool ran, and running it again repeats it",
+        _ => "see docs/errors.md",
+    }
+}
+
+/// The bytes of an image block, when its data is base64.
+pub(crate) fn decode(data: &str) -> Option<Vec<u8>> {
+    base64::engine::general_purpose::STANDARD.decode(data).ok()
+}
+
+/// The file an image is saved as: `CALL-N.EXT`, with N the block's number (from 1) and
+/// the call ID reduced to characters safe in a file name.
+pub(crate) fn image_file_name(call_id: &str, index: usize, mime_type: &str) -> String {
+    let mut stem: String = call_id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(100)
+        .collect();
+    if stem.is_empty() {
+        stem.push_str("call");
+    }
+    format!("{stem}-{}.{}", index + 1, extension(mime_type))
+}
+
+/// A file extension for an image MIME type; `bin` for one this table does not know.
+fn extension(mime_type: &str) -> &'static str {
+    let essence = mime_type
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    match essence.as_str() {
+        "image/png" => "png",
+        "image/jpeg" | "image/jpg" | "image/pjpeg" => "jpg",
+        "image/gif" => "gif",
+        "image/webp" => "webp",
+        "image/svg+xml" => "svg",
+        "image/bmp" | "image/x-ms-bmp" => "bmp",
+        "image/tiff" => "tiff",
+        "image/avif" => "avif",
+        "image/heic" => "heic",
+        "image/x-icon" | "image/vnd.microsoft.icon" => "ico",
+        _ => "bin",
+    }
+}
+
+fn size(bytes: usize) -> String {
+    const KIB: f64 = 1024.0;
+    match bytes {
+        1 => "1 byte".to_owned(),
+        0..1024 => format!("{bytes} bytes"),
+        _ if (bytes as f64) < KIB * KIB => format!("{:.1} KiB", bytes as f64 / KIB),
+        _ => format!("{:.1} MiB", bytes as f64 / (KIB * KIB)),
+    }
+}
+
+/// A progress number: `3`, not `3.0`; `0.25` as is.
+fn number(value: f64) -> String {
+    if value.fract() == 0.0 && value.abs() < 1e15 {
+        format!("{}", value as i64)
+    } else {
+        let text = format!("{value:.2}");
+        text.trim_end_matches('0').trim_end_matches('.').to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use brain_tools::{CallHeader, ToolError, ToolEvent};
+    use serde_json::json;
+
+    use super::*;
+
+    /// A 1x1 PNG, as the testkit's `image` tool returns.
+    const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+
+    fn header(tool: &str) -> CallHeader {
+        CallHeader::new("local", "s1", "c1", tool)
+    }
+
+    /// The human text of a whole call, as `call --format human` prints it.
+    fn transcript(events: &[ToolEvent], saved: &[Option<Saved>]) -> String {
+        let mut seen: Option<ProgressSeen> = None;
+        for event in events {
+            match event {
+                ToolEvent::Progress(progress) => {
+                    let updates = seen.as_ref().map_or(0, |s| s.updates) + 1;
+                    seen = Some(ProgressSeen {
+                        updates,
+                        last: progress.clone(),
+                    });
+                }
+                ToolEvent::Result(result) => {
+                    return render(seen.as_ref(), result, saved, Paint::plain());
+                }
+                _ => {}
+            }
+        }
+        panic!("no result")
+    }
+
+    #[test]
+    fn a_call_with_progress() {
+        let events: Vec<ToolEvent> = (1..=3)
+            .map(|i| {
+                ToolEvent::progress(
+                    header("progress"),
+                    i as f64,
+                    Some(3.0),
+                    Some(format!("step {i}")),
+                )
+            })
+            .chain([ToolEvent::result(
+                header("progress"),
+                false,
+                vec![ContentBlock::text("done")],
+            )])
+            .collect();
+        insta::assert_snapshot!(transcript(&events, &[]));
+    }
+
+    #[test]
+    fn an_image_saved_and_an_image_not_saved() {
+        let result = ToolEvent::result(
+            header("image"),
+            false,
+            vec![
+                ContentBlock::text("two pictures"),
+                ContentBlock::image("image/png", PNG),
+                ContentBlock::image("image/png", "not base64!"),
+            ],
+        );
+        let saved = [
+            None,
+            Some(Saved::To(PathBuf::from("out/c1-2.png"))),
+            Some(Saved::Failed("the data is not base64".into())),
+        ];
+        insta::assert_snapshot!(transcript(&[result], &saved));
+    }
+
+    #[test]
+    fn structured_content_and_its_text() {
+        let result = ToolEvent::result(
+            header("structured"),
+            false,
+            vec![
+                ContentBlock::json(
+                    json!({"city": "Berlin", "temperature": 21.5, "conditions": "sunny"}),
+                ),
+                ContentBlock::text("an embedded resource, as text"),
+            ],
+        );
+        insta::assert_snapshot!(transcript(&[result], &[]));
+    }
+
+    /// Every kind, with the delivery it usually has, reads as what it means for a retry.
+    #[test]
+    fn each_error_kind() {
+        let cases = [
+            (
+                ErrorKind::UnknownTool,
+                Delivery::NotSent,
+                "no tool named search for this tenant",
+            ),
+            (
+                ErrorKind::InvalidArguments,
+                Delivery::NotSent,
+                "search: /query: 5 is not of type \"string\"",
+            ),
+            (
+                ErrorKind::MissingToken,
+                Delivery::NotSent,
+                "search: MCP_API_KEY is not set",
+            ),
+            (
+                ErrorKind::Connect,
+                Delivery::NotSent,
+                "search: could not connect to http://127.0.0.1:9",
+            ),
+            (
+                ErrorKind::HttpStatus,
+                Delivery::NotSent,
+                "search: the server answered HTTP 401",
+            ),
+            (
+                ErrorKind::Protocol,
+                Delivery::Unknown,
+                "search: the server's answer is not JSON-RPC",
+            ),
+            (
+                ErrorKind::Timeout,
+                Delivery::Unknown,
+                "search timed out after 3 s",
+            ),
+            (
+                ErrorKind::Cancelled,
+                Delivery::Unknown,
+                "search was cancelled",
+            ),
+            (
+                ErrorKind::OutputTooLarge,
+                Delivery::Unknown,
+                "search answered more than 1048576 bytes",
+            ),
+            (
+                ErrorKind::OutputSchema,
+                Delivery::Delivered,
+                "search: structured output does not satisfy output_schema",
+            ),
+            (
+                ErrorKind::Executor,
+                Delivery::NotSent,
+                "search: no executor for HTTP tools",
+            ),
+            (
+                ErrorKind::AuthorizationRequired,
+                Delivery::NotSent,
+                "search was not called because it needs the tenant to authorize; run `mcp-tools login --config host.json --tool search --tenant local`",
+            ),
+            (
+                ErrorKind::AuthorizationFailed,
+                Delivery::NotSent,
+                "search was not called because no access token could be obtained: the token endpoint refused the request (invalid_client)",
+            ),
+        ];
+        let mut all = String::new();
+        for (kind, delivery, message) in cases {
+            let result =
+                ToolEvent::failure(header("search"), ToolError::new(kind, delivery, message));
+            all.push_str(&transcript(&[result], &[]));
+            all.push_str("----\n");
+        }
+        // A tool's own error keeps its content.
+        let result = ToolEvent::Result(
+            ResultEvent::new(
+                header("error"),
+                true,
+                vec![ContentBlock::text("the tool failed on purpose")],
+            )
+            .with_error(ToolError::new(
+                ErrorKind::ToolError,
+                Delivery::Delivered,
+                "error reported an error",
+            )),
+        );
+        all.push_str(&transcript(&[result], &[]));
+        insta::assert_snapshot!(all);
+    }
+
+    #[test]
+    fn colour_only_when_asked() {
+        let result = ResultEvent::new(header("echo"), false, vec![ContentBlock::text("hi")]);
+        assert!(!render(None, &result, &[], Paint::plain()).contains('\x1b'));
+        assert!(render(None, &result, &[], Paint::new(true)).contains("\x1b[1;32mok:\x1b[0m"));
+    }
+
+    #[test]
+    fn server_text_cannot_drive_the_terminal() {
+        let result = ResultEvent::new(
+            header("echo\x1b]0;title\x07"),
+            false,
+            vec![ContentBlock::text(
+                "red \x1b[31mtext\x1b[0m\r\nline two\ttab\rback",
+            )],
+        );
+        let text = render(None, &result, &[], Paint::plain());
+        assert!(
+            !text.contains('\x1b') && !text.contains('\r') && !text.contains('\x07'),
+            "{text:?}"
+        );
+        assert!(
+            text.contains("red \\u{1b}[31mtext\\u{1b}[0m\nline two\ttab\\u{d}back"),
+            "{text}"
+        );
+        let ToolEvent::Progress(progress) =
+            ToolEvent::progress(header("p"), 0.5, None, Some("a\nb\x1b".into()))
+        else {
+            unreachable!()
+        };
+        assert_eq!(progress_text(&progress), "0.5 a\\u{a}b\\u{1b}");
+    }
+
+    /// Structured content is JSON text for a person: serde_json leaves C1 and bidi
+    /// characters raw in strings, so it is escaped like text (keys and values).
+    #[test]
+    fn structured_content_cannot_drive_the_terminal() {
+        use crate::runtime::output::escape::hostile::{TEXT, assert_escaped};
+        let result = ResultEvent::new(
+            header("structured"),
+            false,
+            vec![
+                ContentBlock::json(json!({TEXT: TEXT, "list": [TEXT]})),
+                ContentBlock::image(TEXT, PNG),
+            ],
+        );
+        let saved = [None, Some(Saved::Failed(TEXT.to_owned()))];
+        let text = render(None, &result, &saved, Paint::plain());
+        assert_escaped(&text);
+        assert!(
+            text.contains("\n  \"list\": ["),
+            "still pretty JSON: {text}"
+        );
+    }
+
+    #[test]
+    fn file_names_for_saved_images() {
+        assert_eq!(image_file_name("c1", 0, "image/png"), "c1-1.png");
+        assert_eq!(
+            image_file_name("../../etc/x", 2, "image/jpeg"),
+            "______etc_x-3.jpg"
+        );
+        assert_eq!(
+            image_file_name("", 0, "IMAGE/SVG+XML; charset=utf-8"),
+            "call-1.svg"
+        );
+        assert_eq!(
+            image_file_name("c", 0, "application/octet-stream"),
+            "c-1.bin"
+        );
+    }
+
+    #[test]
+    fn sizes_and_numbers() {
+        assert_eq!(size(1), "1 byte");
+        assert_eq!(size(67), "67 bytes");
+        assert_eq!(size(2048), "2.0 KiB");
+        assert_eq!(size(3 * 1024 * 1024 + 1), "3.0 MiB");
+        assert_eq!(number(3.0), "3");
+        assert_eq!(number(0.25), "0.25");
+        assert_eq!(number(1.0 / 3.0), "0.33");
+    }
+}

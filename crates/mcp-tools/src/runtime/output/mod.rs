@@ -1,0 +1,48 @@
+//! What a person reads, and stdout: the writer every command prints through (it never
+//! panics on a closed pipe), the one escaping rule ([`escape`]), a call's result as text
+//! ([`human`]) and where `call` prints it without holding up the call ([`printer`]), and
+//! what stderr shows while a person waits ([`progress`]).
+
+pub(crate) mod escape;
+pub(crate) mod human;
+pub(crate) mod printer;
+pub(crate) mod progress;
+
+use std::{
+    fmt,
+    io::{self, Write},
+    sync::OnceLock,
+};
+
+/// The first failure to write to stdout (a reader that closed the pipe early), if any.
+static STDOUT_FAILED: OnceLock<String> = OnceLock::new();
+
+/// Writes to stdout without panicking (`print!` panics on a closed pipe). After a failure
+/// nothing more is written, and a run that would have succeeded exits 1 with the reason
+/// ([`stdout_failure`]).
+pub(crate) fn write_stdout(args: fmt::Arguments<'_>) {
+    if STDOUT_FAILED.get().is_some() {
+        return;
+    }
+    let mut stdout = io::stdout().lock();
+    if let Err(error) = stdout.write_fmt(args).and_then(|()| stdout.flush()) {
+        let _ = STDOUT_FAILED.set(error.to_string());
+    }
+}
+
+/// Why writing to stdout failed, if it did.
+pub(crate) fn stdout_failure() -> Option<&'static str> {
+    STDOUT_FAILED.get().map(String::as_str)
+}
+
+/// `print!` through [`write_stdout`].
+macro_rules! out {
+    ($($arg:tt)*) => { $crate::runtime::output::write_stdout(format_args!($($arg)*)) };
+}
+
+/// `println!` through [`write_stdout`].
+macro_rules! outln {
+    ($($arg:tt)*) => { $crate::runtime::output::write_stdout(format_args!("{}\n", format_args!($($arg)*))) };
+}
+
+pub(crate) use {out, outln};

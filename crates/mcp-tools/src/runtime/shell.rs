@@ -1,0 +1,61 @@
+//! The commands a message suggests a person run (`mcp-tools login ...`), written so that
+//! a POSIX shell reads each word back as it was.
+
+use std::path::Path;
+
+use crate::{cli::StoreArgs, runtime::store};
+
+/// A word as a POSIX shell reads it back: bare when it is plain, else single-quoted.
+pub(crate) fn word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=@,+".contains(c));
+    if plain {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// The flags that name a config's binding, as `login` and discovery take them.
+pub(crate) fn binding_flags(config: &Path, tool: &str) -> String {
+    format!(
+        "--config {} --tool {}",
+        word(&config.display().to_string()),
+        word(tool)
+    )
+}
+
+/// The store flags as given, to repeat in a suggested command (a URL is not repeated: it
+/// may hold a password).
+pub(crate) fn store_flags(args: &StoreArgs) -> String {
+    let mut flags = String::new();
+    if let Some(location) = &args.location {
+        if store::is_database(location) {
+            flags.push_str(" --store \"$MCP_TOOLS_STORE\"");
+        } else {
+            flags.push_str(&format!(" --store {}", word(location)));
+        }
+    }
+    if let Some(keys) = &args.keys {
+        flags.push_str(&format!(
+            " --store-keys {}",
+            word(&keys.display().to_string())
+        ));
+    }
+    flags
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_words_survive_a_shell() {
+        assert_eq!(word("acme"), "acme");
+        assert_eq!(word("host config.json"), "'host config.json'");
+        assert_eq!(word("it's"), r"'it'\''s'");
+        assert_eq!(word(""), "''");
+    }
+}
