@@ -20,7 +20,7 @@ use tokio::runtime::Handle;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use crate::{
-    api::{CallOutcome, CallRequest, DEFAULT_DISCOVERY_BYTES, Era},
+    api::{CallOutcome, CallRequest, DEFAULT_DISCOVERY_BYTES, Era, JsonObject},
     call_state::{CallState, Registry},
     error::{CallError, ErrorKind, classify::Failure},
     protocol::{
@@ -286,6 +286,7 @@ pub(crate) async fn call(
         shared,
         opened: Some(opened),
         state: Arc::clone(&state),
+        trace: &request.trace,
     };
     let opened = finishing.opened.as_mut().expect("open until finished");
     let (version, session) = opened.protocol();
@@ -352,6 +353,8 @@ struct Finishing<'a> {
     shared: &'a Shared,
     opened: Option<Opened>,
     state: Arc<CallState>,
+    /// The call's trace context, which its `tasks/cancel` carries too.
+    trace: &'a JsonObject,
 }
 
 impl Finishing<'_> {
@@ -363,7 +366,7 @@ impl Finishing<'_> {
             let abandoned = reason
                 .filter(|_| !self.state.abandon())
                 .and_then(|reason| match self.state.task() {
-                    Some(task) => Some(Abandoned::Task(task)),
+                    Some(task) => Some(Abandoned::Task(task, self.trace.clone())),
                     None => self
                         .state
                         .request()

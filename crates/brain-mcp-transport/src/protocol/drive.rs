@@ -229,11 +229,12 @@ pub(crate) async fn cancel_request(
 }
 
 /// What a call gave up on the server when it stopped early: its request, still running
-/// (with the reason for `notifications/cancelled`), or its task (`tasks/cancel`).
+/// (with the reason for `notifications/cancelled`), or its task (`tasks/cancel`, with
+/// the call's trace context).
 #[derive(Debug)]
 pub(crate) enum Abandoned {
     Request(RequestId, &'static str),
-    Task(Arc<str>),
+    Task(Arc<str>, JsonObject),
 }
 
 impl Abandoned {
@@ -241,7 +242,7 @@ impl Abandoned {
     pub(crate) fn request(self) -> Option<(RequestId, &'static str)> {
         match self {
             Abandoned::Request(id, reason) => Some((id, reason)),
-            Abandoned::Task(_) => None,
+            Abandoned::Task(..) => None,
         }
     }
 }
@@ -250,7 +251,7 @@ impl Abandoned {
 pub(crate) async fn abandon(peer: &Peer<RoleClient>, abandoned: Abandoned, bound: Duration) {
     match abandoned {
         Abandoned::Request(id, reason) => cancel_request(peer, id, reason, bound).await,
-        Abandoned::Task(id) => task::cancel_task(peer, &id, bound).await,
+        Abandoned::Task(id, trace) => task::cancel_task(peer, &id, &trace, bound).await,
     }
 }
 

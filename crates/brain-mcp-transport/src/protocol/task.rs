@@ -23,7 +23,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use crate::{
-    api::CallRequest,
+    api::{CallRequest, JsonObject},
     call_state::{CALL_MARKER, CallState, Registry},
     error::classify::Failure,
     protocol::{
@@ -184,7 +184,7 @@ pub(crate) async fn follow(
         // counted against the call's budget, never against the transport's.
         let poll = Arc::new(CallState::poll(state));
         let registration = registry.register(Arc::clone(&poll));
-        let mut meta = RequestMetaObject::new();
+        let mut meta = traced(&request.trace);
         meta.0
             .0
             .insert(CALL_MARKER.to_owned(), Value::from(registration.key()));
@@ -260,7 +260,8 @@ pub(crate) async fn follow(
                     }));
                 }
                 let keys: Vec<String> = responses.keys().cloned().collect();
-                let update = UpdateTaskParams::new(tracked.id.clone(), responses);
+                let mut update = UpdateTaskParams::new(tracked.id.clone(), responses);
+                update.meta = Some(traced(&request.trace));
                 match within(request, peer.update_task(update)).await? {
                     Ok(()) => answered.extend(keys),
                     Err(ServiceError::McpError(error)) => return Err(Stop::PollRefused(error)),
@@ -276,6 +277,15 @@ pub(crate) async fn follow(
             }
         }
     }
+}
+
+/// The `_meta` of a request about the call's task: the call's trace context (SEP-414),
+/// as its `tools/call` carried it, so that a server sees the task's requests in the
+/// call's trace (empty without the `otel` feature).
+fn traced(trace: &JsonObject) -> RequestMetaObject {
+    let mut meta = RequestMetaObject::new();
+    crate::telemetry::add_trace(&mut meta.0.0, trace);
+    meta
 }
 
 /// The JSON-RPC error a failed task carries.
@@ -295,8 +305,15 @@ fn failed(error: &serde_json::Map<String, Value>) -> ErrorData {
 
 /// Tells the server the call gave its task up (`tasks/cancel`; never
 /// `notifications/cancelled`, which the extension forbids for tasks), within `bound`.
-pub(crate) async fn cancel_task(peer: &Peer<RoleClient>, id: &str, bound: Duration) {
-    let cancel = peer.cancel_task(CancelTaskParams::new(id));
+pub(crate) async fn cancel_task(
+    peer: &Peer<RoleClient>,
+    id: &str,
+    trace: &JsonObject,
+    bound: Duration,
+) {
+    let mut params = CancelTaskParams::new(id);
+    params.meta = Some(traced(trace));
+    let cancel = peer.cancel_task(params);
     let _ = tokio::time::timeout(bound, cancel).await;
 }
 
