@@ -315,7 +315,7 @@ pub(crate) async fn call(
         Ok(result) => (Ok(CallOutcome { result, era }), None),
         Err(stop) => {
             let mut error = stopped(&stop, &state, opened.failure(), &request.endpoint);
-            if let Some(hint) = tasks_hint(&stop, era, state.rounds() <= 1) {
+            if let Some(hint) = tasks_hint(&stop, era, request.tasks, state.rounds() <= 1) {
                 error = error.with_detail_suffix(hint);
             }
             if let (Opened::Stdio(session), Stop::Failed(_)) = (&*opened, &stop)

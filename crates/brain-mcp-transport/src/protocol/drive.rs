@@ -275,32 +275,42 @@ pub(crate) fn cancel_reason(stop: &Stop) -> Option<&'static str> {
     }
 }
 
-/// What a refusal of the call says about tasks, added to its message: a 2026-07-28
-/// server that runs the tool only as a task refuses a call that did not declare the
-/// extension with -32021 naming it; a 2025-11-25 server refuses a tool whose
+/// What a refusal of the call says about tasks, added to its message: a server that
+/// runs the tool only as a task refuses a call that did not declare the extension with
+/// -32021 naming it (in the 2026-07-28 era the binding turned tasks off; a 2025-11-25
+/// session cannot declare it); a 2025-11-25 server refuses a tool whose
 /// `execution.taskSupport` is `required` with -32601 (this client runs no task in that
-/// era).
-pub(crate) fn tasks_hint(stop: &Stop, era: Era, first_round: bool) -> Option<&'static str> {
+/// era). `tasks`: whether the call declared the extension.
+pub(crate) fn tasks_hint(
+    stop: &Stop,
+    era: Era,
+    tasks: bool,
+    first_round: bool,
+) -> Option<&'static str> {
     let Stop::Failed(ServiceError::McpError(error)) = stop else {
         return None;
     };
     if !first_round {
         return None;
     }
+    let needs_tasks = || {
+        error
+            .data
+            .as_ref()
+            .and_then(|data| data.pointer("/requiredCapabilities/extensions"))
+            .and_then(Value::as_object)
+            .is_some_and(|extensions| extensions.contains_key(TASKS_EXTENSION_ID))
+    };
     match (era, error.code.0) {
-        (Era::Modern, -32021)
-            if error
-                .data
-                .as_ref()
-                .and_then(|data| data.pointer("/requiredCapabilities/extensions"))
-                .and_then(Value::as_object)
-                .is_some_and(|extensions| extensions.contains_key(TASKS_EXTENSION_ID)) =>
-        {
-            Some(
-                "; the tool runs only as a task, and this binding turns tasks off (\"tasks\": \
-                 false)",
-            )
-        }
+        // Declared, and still refused for want of it: the server's word stands alone.
+        (Era::Modern, -32021) if !tasks && needs_tasks() => Some(
+            "; the tool runs only as a task, and this binding turns tasks off (\"tasks\": \
+             false)",
+        ),
+        (Era::Legacy, -32021) if needs_tasks() => Some(
+            "; the tool runs only as a task, which this host supports in the 2026-07-28 era \
+             (this server was reached in the 2025-11-25 era)",
+        ),
         (Era::Legacy, -32601) => Some(
             "; a 2025-11-25 server refuses so a tool that requires tasks (execution.taskSupport \
              \"required\"): such a tool requires tasks, which this host supports in the \
@@ -378,9 +388,91 @@ pub(crate) fn stopped(
 
 #[cfg(test)]
 mod tests {
+    use rmcp::model::{ErrorCode, ErrorData};
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn a_refusal_for_want_of_tasks_says_so() {
+        let refused = |code: i32, data: Option<Value>| {
+            Stop::Failed(ServiceError::McpError(ErrorData::new(
+                ErrorCode(code),
+                "refused",
+                data,
+            )))
+        };
+        let wants_tasks =
+            || Some(json!({"requiredCapabilities": {"extensions": {TASKS_EXTENSION_ID: {}}}}));
+        let wants_other =
+            || Some(json!({"requiredCapabilities": {"extensions": {"x.dev/other": {}}}}));
+        // (stop, era, tasks declared, first round, a phrase of the hint)
+        let cases = [
+            (
+                refused(-32021, wants_tasks()),
+                Era::Modern,
+                false,
+                true,
+                Some("this binding turns tasks off"),
+            ),
+            (
+                refused(-32021, wants_tasks()),
+                Era::Modern,
+                true,
+                true,
+                None,
+            ),
+            (
+                refused(-32021, wants_other()),
+                Era::Modern,
+                false,
+                true,
+                None,
+            ),
+            (refused(-32021, None), Era::Modern, false, true, None),
+            (
+                refused(-32021, wants_tasks()),
+                Era::Legacy,
+                false,
+                true,
+                Some("which this host supports in the 2026-07-28 era (this server"),
+            ),
+            (
+                refused(-32601, None),
+                Era::Legacy,
+                false,
+                true,
+                Some("execution.taskSupport \"required\""),
+            ),
+            (refused(-32601, None), Era::Modern, true, true, None),
+            (refused(-32601, None), Era::Legacy, false, false, None),
+            (
+                refused(-32021, wants_tasks()),
+                Era::Modern,
+                false,
+                false,
+                None,
+            ),
+            (
+                refused(-32602, wants_tasks()),
+                Era::Legacy,
+                false,
+                true,
+                None,
+            ),
+            (Stop::Timeout, Era::Legacy, false, true, None),
+        ];
+        for (stop, era, tasks, first_round, phrase) in cases {
+            let hint = tasks_hint(&stop, era, tasks, first_round);
+            match phrase {
+                Some(phrase) => assert!(
+                    hint.is_some_and(|hint| hint.contains(phrase)),
+                    "{stop:?} {era:?} {tasks}: {hint:?}"
+                ),
+                None => assert_eq!(hint, None, "{stop:?} {era:?} {tasks}"),
+            }
+        }
+    }
 
     #[test]
     fn only_tool_results_pass() {
