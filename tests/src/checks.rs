@@ -74,8 +74,10 @@ pub(crate) struct Profile {
     /// The server tool to call for a tool error; `None` calls a tool the server does not
     /// have, through a binding that names it.
     pub(crate) error: Option<(&'static str, Value)>,
-    /// A tool the server runs only as a task (2026-07-28 tasks extension), with the text
-    /// it returns and the status messages its polls carry; `None`: the peer has none.
+    /// A tool the server runs only as a task (2026-07-28 tasks extension, or the
+    /// 2025-11-25 form's `execution.taskSupport` "required"), with the text it returns and
+    /// the status messages its polls carry (a 2025-11-25 session only checks the refusal);
+    /// `None`: the peer has none.
     pub(crate) task: Option<(&'static str, Value, &'static str, &'static [&'static str])>,
 }
 
@@ -164,7 +166,8 @@ pub(crate) async fn standard(report: &mut Report, bound: &Bound, profile: &Profi
 
 /// The tool that runs as a task: in the 2026-07-28 era its result comes through the
 /// task, with the status messages of its polls as progress; in the 2025-11-25 era
-/// (where the extension is not defined) the server refuses it before running it.
+/// (where the extension is not defined, and this host runs no task of the older form)
+/// the server refuses it before running it, and the error says the tool needs tasks.
 pub(crate) async fn task(report: &mut Report, bound: &Bound, profile: &Profile, revision: &str) {
     let Some((tool, arguments, expected, statuses)) = profile.task.clone() else {
         return;
@@ -183,6 +186,14 @@ pub(crate) async fn task(report: &mut Report, bound: &Bound, profile: &Profile, 
                     "expected a refusal (protocol, not_sent), got {} ({}): {}",
                     error.kind.as_str(),
                     error.delivery.as_str(),
+                    error.message
+                );
+                // The refusal says why, in words a person can act on.
+                anyhow::ensure!(
+                    error
+                        .message
+                        .contains("which this host supports in the 2026-07-28 era"),
+                    "the refusal does not say the tool needs tasks: {}",
                     error.message
                 );
                 return Ok(format!("refused in {revision}: {}", error.message));

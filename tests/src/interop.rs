@@ -29,7 +29,9 @@ fn profile(peer: &str) -> Option<(Profile, &'static [&'static str])> {
                 // Its only isError paths are an unknown tool and invalid arguments.
                 error: None,
                 // Its tasks are the 2025-11-25 form (execution.taskSupport), which this
-                // client does not run.
+                // client does not run. Its SDK (TypeScript, McpServer) turns the -32601 for
+                // a "required" tool into an isError result ("requires task augmentation"),
+                // so the refusal check (a JSON-RPC refusal, not_sent) does not apply.
                 task: None,
             },
             &[
