@@ -32,16 +32,29 @@ Tools:
   image()                                  a 1x1 PNG as image content
   structured(city: str) -> Weather         structuredContent + outputSchema
   error()                                  raises ToolError -> isError: true
+  slow_echo(text: str)                     2026-07-28 only, and only as a task (the
+                                           tasks extension, SEP-2663, which mcp 2.3.0
+                                           has no runtime for: built here on its
+                                           Extension API): a client that does not
+                                           declare io.modelcontextprotocol/tasks gets
+                                           -32021; one that does gets a task handle
+                                           (pollIntervalMs 20, ttlMs 60000) whose
+                                           second tasks/get answers it completed with
+                                           the text, each poll setting statusMessage
+                                           "poll <n> of 2"; tasks/cancel cancels it.
 """
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
+import secrets
 import socket
 import struct
 import sys
 import zlib
+from typing import Any
 
 import anyio
 from pydantic import BaseModel, Field
@@ -83,8 +96,17 @@ def _record_spans(path: str) -> None:
 if os.environ.get("OTEL_SPANS_FILE"):
     _record_spans(os.environ["OTEL_SPANS_FILE"])
 
-from mcp.server.mcpserver import Context, Image, MCPServer  # noqa: E402
+from mcp.server.mcpserver import (  # noqa: E402
+    Context,
+    Extension,
+    Image,
+    MCPServer,
+    MethodBinding,
+    require_client_extension,
+)
 from mcp.server.mcpserver.exceptions import ToolError  # noqa: E402
+from mcp.shared.exceptions import MCPError  # noqa: E402
+from mcp_types import RequestParams  # noqa: E402
 
 
 def _tiny_png() -> bytes:
@@ -100,7 +122,95 @@ def _tiny_png() -> bytes:
 
 TINY_PNG = _tiny_png()
 
-mcp = MCPServer(name="py-peer", version="1.0.0", instructions="Python MCP peer for tests.", log_level="WARNING")
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+# The poll that sees a slow_echo task completed.
+TASK_POLLS = 2
+TASKS: dict[str, dict[str, Any]] = {}
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat()
+
+
+class _TaskIdParams(RequestParams):
+    taskId: str
+
+
+class _UpdateParams(_TaskIdParams):
+    inputResponses: dict[str, Any] = {}
+
+
+def _task(task_id: str) -> dict[str, Any]:
+    if task_id not in TASKS:
+        raise MCPError(code=-32602, message="Failed to retrieve task: Task not found")
+    return TASKS[task_id]
+
+
+def _wire(task: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in task.items() if not key.startswith("_")}
+
+
+async def _get_task(ctx, params: _TaskIdParams):
+    require_client_extension(ctx, TASKS_EXTENSION)
+    task = _task(params.taskId)
+    if task["status"] == "working":
+        task["_polls"] += 1
+        polls = task["_polls"]
+        task.update(statusMessage=f"poll {polls} of {TASK_POLLS}", lastUpdatedAt=_now())
+        if polls >= TASK_POLLS:
+            # What the tool itself would answer (it declares an output schema: -> str).
+            text = task["_text"]
+            task.update(
+                status="completed",
+                result={"content": [{"type": "text", "text": text}], "structuredContent": {"result": text}, "isError": False},
+            )
+    return {"resultType": "complete", **_wire(task)}
+
+
+async def _update_task(ctx, params: _UpdateParams):
+    require_client_extension(ctx, TASKS_EXTENSION)
+    _task(params.taskId)
+    return {"resultType": "complete"}
+
+
+async def _cancel_task(ctx, params: _TaskIdParams):
+    require_client_extension(ctx, TASKS_EXTENSION)
+    task = _task(params.taskId)
+    if task["status"] in ("working", "input_required"):
+        task.update(status="cancelled", lastUpdatedAt=_now())
+    return {"resultType": "complete"}
+
+
+class Tasks(Extension):
+    """The 2026-07-28 tasks extension for slow_echo: mcp 2.3.0 declares it in
+    server/discover and routes tasks/* here; task state is kept in TASKS."""
+
+    identifier = TASKS_EXTENSION
+
+    def methods(self):
+        return [
+            MethodBinding("tasks/get", _TaskIdParams, _get_task),
+            MethodBinding("tasks/update", _UpdateParams, _update_task),
+            MethodBinding("tasks/cancel", _TaskIdParams, _cancel_task),
+        ]
+
+    async def intercept_tool_call(self, params, ctx, call_next):
+        if params.name != "slow_echo":
+            return await call_next(ctx)
+        require_client_extension(ctx, TASKS_EXTENSION)  # only ever a task: -32021 otherwise
+        task_id, created = secrets.token_hex(16), _now()
+        TASKS[task_id] = dict(
+            taskId=task_id, status="working", createdAt=created, lastUpdatedAt=created,
+            ttlMs=60_000, pollIntervalMs=20,
+            _polls=0, _text=str((params.arguments or {}).get("text", "")),
+        )
+        return {"resultType": "task", **_wire(TASKS[task_id])}
+
+
+mcp = MCPServer(
+    name="py-peer", version="1.0.0", instructions="Python MCP peer for tests.", log_level="WARNING",
+    extensions=[Tasks()],
+)
 
 
 @mcp.tool()
@@ -143,6 +253,12 @@ def structured(city: str) -> Weather:
 def error() -> str:
     """Always fails with a tool error (isError: true)."""
     raise ToolError("this tool always fails")
+
+
+@mcp.tool()
+def slow_echo(text: str) -> str:
+    """Echoes the text, as a task (the tasks extension answers it; this body never runs)."""
+    return text
 
 
 async def _serve_http(port: int, stateless: bool, json_response: bool, log_level: str) -> None:

@@ -74,6 +74,11 @@ pub(crate) struct Profile {
     /// The server tool to call for a tool error; `None` calls a tool the server does not
     /// have, through a binding that names it.
     pub(crate) error: Option<(&'static str, Value)>,
+    /// A tool the server runs only as a task (2026-07-28 tasks extension, or the
+    /// 2025-11-25 form's `execution.taskSupport` "required"), with the text it returns and
+    /// the status messages its polls carry (a 2025-11-25 session only checks the refusal);
+    /// `None`: the peer has none.
+    pub(crate) task: Option<(&'static str, Value, &'static str, &'static [&'static str])>,
 }
 
 /// The binding that names a tool the server does not have.
@@ -155,6 +160,60 @@ pub(crate) async fn standard(report: &mut Report, bound: &Bound, profile: &Profi
                 "the server's error content was not kept"
             );
             Ok(format!("tool_error: {}", texts(&called.result.content)))
+        })
+        .await;
+}
+
+/// The tool that runs as a task: in the 2026-07-28 era its result comes through the
+/// task, with the status messages of its polls as progress; in the 2025-11-25 era
+/// (where the extension is not defined, and this host runs no task of the older form)
+/// the server refuses it before running it, and the error says the tool needs tasks.
+pub(crate) async fn task(report: &mut Report, bound: &Bound, profile: &Profile, revision: &str) {
+    let Some((tool, arguments, expected, statuses)) = profile.task.clone() else {
+        return;
+    };
+    report
+        .check("task", async {
+            let called = bound.call("task-1", tool, arguments).await;
+            if revision != "2026-07-28" {
+                let error = called
+                    .result
+                    .error
+                    .as_ref()
+                    .ok_or_else(|| anyhow::anyhow!("a 2025-11-25 session ran the task tool"))?;
+                anyhow::ensure!(
+                    error.kind == ErrorKind::Protocol && error.delivery == Delivery::NotSent,
+                    "expected a refusal (protocol, not_sent), got {} ({}): {}",
+                    error.kind.as_str(),
+                    error.delivery.as_str(),
+                    error.message
+                );
+                // The refusal says why, in words a person can act on.
+                anyhow::ensure!(
+                    error
+                        .message
+                        .contains("which this host supports in the 2026-07-28 era"),
+                    "the refusal does not say the tool needs tasks: {}",
+                    error.message
+                );
+                return Ok(format!("refused in {revision}: {}", error.message));
+            }
+            let result = called.ok()?;
+            let text = texts(&result.content);
+            anyhow::ensure!(text == expected, "the text {text:?} is not {expected:?}");
+            let messages: Vec<&str> = called
+                .events
+                .iter()
+                .filter_map(|event| match event {
+                    ToolEvent::Progress(progress) => progress.message.as_deref(),
+                    _ => None,
+                })
+                .collect();
+            anyhow::ensure!(
+                messages == statuses,
+                "the polls' status messages were {messages:?}, not {statuses:?}"
+            );
+            Ok(format!("text {text:?} after the polls {messages:?}"))
         })
         .await;
 }

@@ -7,7 +7,7 @@ use brain_mcp_transport::{ClientOptions, Era, McpClient};
 use serde_json::json;
 
 use crate::bindings::{self, BindOptions, Server};
-use crate::checks::{MISSING_TOOL, Profile, Report, standard};
+use crate::checks::{MISSING_TOOL, Profile, Report, standard, task};
 
 /// A whole interop run ends within this.
 const RUN_DEADLINE: Duration = Duration::from_secs(90);
@@ -28,6 +28,11 @@ fn profile(peer: &str) -> Option<(Profile, &'static [&'static str])> {
                 structured: ("get-structured-content", json!({"location": "Chicago"})),
                 // Its only isError paths are an unknown tool and invalid arguments.
                 error: None,
+                // Its tasks are the 2025-11-25 form (execution.taskSupport), which this
+                // client does not run. Its SDK (TypeScript, McpServer) turns the -32601 for
+                // a "required" tool into an isError result ("requires task augmentation"),
+                // so the refusal check (a JSON-RPC refusal, not_sent) does not apply.
+                task: None,
             },
             &[
                 "echo",
@@ -44,8 +49,21 @@ fn profile(peer: &str) -> Option<(Profile, &'static [&'static str])> {
                 image: ("image", json!({})),
                 structured: ("structured", json!({"city": "Paris"})),
                 error: Some(("error", json!({}))),
+                task: Some((
+                    "slow_echo",
+                    json!({"text": "as a task"}),
+                    "as a task",
+                    &["poll 1 of 2", "poll 2 of 2"],
+                )),
             },
-            &["echo", "progress", "image", "structured", "error"],
+            &[
+                "echo",
+                "progress",
+                "image",
+                "structured",
+                "error",
+                "slow_echo",
+            ],
         )),
         // The testkit (see `ours`).
         "testkit" => Some((
@@ -63,6 +81,7 @@ pub(crate) fn testkit_profile() -> Profile {
         image: ("image", json!({})),
         structured: ("structured", json!({"city": "Paris"})),
         error: Some(("error", json!({}))),
+        task: None,
     }
 }
 
@@ -206,4 +225,18 @@ async fn run(
         )),
     );
     standard(report, &bound, profile).await;
+    task(report, &bound, profile, revision).await;
+    if profile.task.is_some() {
+        report.record(
+            "tasks-discovered",
+            match (revision, discovery.tasks) {
+                ("2026-07-28", true) | ("2025-11-25", false) => {
+                    Ok(format!("tasks extension declared: {}", discovery.tasks))
+                }
+                (_, declared) => Err(anyhow::anyhow!(
+                    "at {revision} the discovery says tasks: {declared}"
+                )),
+            },
+        );
+    }
 }

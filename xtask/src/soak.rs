@@ -1,8 +1,9 @@
 //! `cargo xtask soak [--calls N]`: the soak test in release, 10,000 calls by default.
 //!
 //! Runs `tests/tests/it/soak.rs` with `BRAIN_SOAK_CALLS`: calls through one `ToolHost`,
-//! 64 at a time, about 5% hitting a fault and some cancelled mid-call, against testkit
-//! servers running as child processes. It fails on any unexpected result, any leak
+//! 64 at a time, about 5% hitting a fault, 4% running as tasks (2026-07-28) and some
+//! cancelled mid-call (a task among them), against testkit servers running as child
+//! processes. It fails on any unexpected result, any leak
 //! (calls, tasks, child processes, sessions, file descriptors) and on memory growth past
 //! 10% after the warm-up, and prints its figures.
 

@@ -55,6 +55,14 @@ pub struct Counters {
     /// Access tokens the server's token endpoint issued (protected servers only).
     #[serde(default)]
     pub tokens_issued: u64,
+    /// Tasks of the task tools whose work has not ended (2026-07-28 tasks extension).
+    #[serde(default)]
+    pub tasks_running: u64,
+    /// Every `tasks/get`, `tasks/update` and `tasks/cancel`, in arrival order: `method`, the
+    /// `task_id` it names, its `meta` (`params._meta` as JSON text) and, over HTTP, its
+    /// `mcp-name` header (absent when not sent).
+    #[serde(default)]
+    pub task_requests: Vec<BTreeMap<String, String>>,
 }
 
 impl Counters {
@@ -156,17 +164,34 @@ impl Stats {
         let params = message.and_then(|m| m.get("params"));
         let is_call = method == Some("tools/call");
         let is_initialize = method == Some("initialize");
-        let details = (is_call || is_initialize) && !self.skip_details.load(Ordering::Relaxed);
+        let is_task = method.is_some_and(|m| m.starts_with("tasks/"));
+        let details =
+            (is_call || is_initialize || is_task) && !self.skip_details.load(Ordering::Relaxed);
         let tool = is_call
             .then(|| params.and_then(|p| p.get("name")).and_then(Value::as_str))
             .flatten();
-        let meta = details.then(|| {
+        let meta = (details && (is_call || is_initialize)).then(|| {
             params
                 .and_then(|p| p.get("_meta"))
                 .cloned()
                 .unwrap_or(Value::Null)
         });
-        let headers = (details && is_call).then(headers);
+        let headers = (details && (is_call || is_task)).then(headers);
+        let task_request = (details && is_task).then(|| {
+            let mut seen = BTreeMap::new();
+            seen.insert("method".to_owned(), method.unwrap_or_default().to_owned());
+            if let Some(id) = params.and_then(|p| p.get("taskId")).and_then(Value::as_str) {
+                seen.insert("task_id".to_owned(), id.to_owned());
+            }
+            if let Some(name) = headers.as_ref().and_then(|h| h.get("mcp-name")) {
+                seen.insert("mcp-name".to_owned(), name.clone());
+            }
+            if let Some(meta) = params.and_then(|p| p.get("_meta")) {
+                seen.insert("meta".to_owned(), meta.to_string());
+            }
+            seen
+        });
+        let headers = headers.filter(|_| is_call);
         if method.is_none() && !http_post {
             return;
         }
@@ -191,6 +216,9 @@ impl Stats {
             }
             if let Some(headers) = headers {
                 c.call_headers.push(headers);
+            }
+            if let Some(task_request) = task_request {
+                c.task_requests.push(task_request);
             }
         });
     }

@@ -126,7 +126,7 @@ impl TestServer {
     /// Stops the server: no new connections, open streams and hung requests end,
     /// and connections get a short grace period before they are closed.
     pub async fn shutdown(mut self) {
-        self.kit.shutdown.cancel();
+        self.kit.stop();
         if let Some(task) = self.task.take() {
             let _ = task.await;
         }
@@ -135,7 +135,7 @@ impl TestServer {
 
 impl Drop for TestServer {
     fn drop(&mut self) {
-        self.kit.shutdown.cancel();
+        self.kit.stop();
         if let Some(task) = self.task.take() {
             // The accept task owns every connection task: aborting it aborts them all.
             task.abort();
@@ -306,6 +306,20 @@ async fn observe(State(kit): State<Arc<Kit>>, request: Request, next: Next) -> R
         // A server from before 2026 has never heard of server/discover.
         if let Some(id) = message.get("id") {
             return method_not_found(id);
+        }
+    }
+    // A flaky task's polls fail on the wire: 503, or the connection dropped unanswered.
+    if method == Some("tasks/get")
+        && let Some(id) = message.pointer("/params/taskId").and_then(Value::as_str)
+        && let Some(nth) = kit.tasks.flake(id)
+    {
+        let kill = parts.extensions.get::<ConnCtl>().map(|c| c.kill.clone());
+        match kill.filter(|_| nth % 2 == 0) {
+            Some(kill) => {
+                kill.cancel();
+                return std::future::pending().await;
+            }
+            None => return (StatusCode::SERVICE_UNAVAILABLE, "busy, poll again").into_response(),
         }
     }
     match raw_call(&message) {

@@ -44,6 +44,7 @@ mod postgres;
 mod refused;
 mod sessions;
 mod stdio;
+mod tasks;
 mod tools;
 
 pub use counters::{Counters, read_counters_file};

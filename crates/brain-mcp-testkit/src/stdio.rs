@@ -92,7 +92,7 @@ pub async fn serve_stdio(options: StdioOptions) -> std::io::Result<()> {
     if options.ignore_stdin_close {
         std::future::pending::<()>().await;
     }
-    kit.shutdown.cancel();
+    kit.stop();
     Ok(())
 }
 

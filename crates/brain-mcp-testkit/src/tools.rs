@@ -6,11 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequest,
-    ElicitRequestParams, Implementation, InputRequest, InputRequests, InputRequiredResult,
-    JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
-    ProtocolVersion, Resource, ResourceContents, ServerCapabilities, ServerConfig, ServerRequest,
-    Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
+    ElicitRequest, ElicitRequestParams, GetTaskParams, GetTaskResult, Implementation, InputRequest,
+    InputRequests, InputRequiredResult, JsonObject, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ProtocolVersion, Resource, ResourceContents, ServerCapabilities,
+    ServerConfig, ServerRequest, Tool, UpdateTaskParams,
 };
 use rmcp::service::{PeerRequestOptions, RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::counters::Stats;
 use crate::options::Era;
+use crate::tasks::{Script, Tasks};
 
 /// The scripted tools every test server lists (besides the generated `gen_NNNN` ones).
 const TOOL_NAMES: &[&str] = &[
@@ -55,7 +56,7 @@ const MAX_BIG_BYTES: u64 = 256 << 20;
 /// State shared by everything one server runs: counters, the tool list, options.
 #[derive(Debug)]
 pub(crate) struct Kit {
-    pub(crate) stats: Stats,
+    pub(crate) stats: Arc<Stats>,
     pub(crate) era: Era,
     pub(crate) tools: Vec<Tool>,
     pub(crate) page_size: Option<usize>,
@@ -63,6 +64,8 @@ pub(crate) struct Kit {
     pub(crate) shutdown: CancellationToken,
     /// The bearer check of a protected server (HTTP only).
     pub(crate) bearers: Option<crate::bearer::Bearers>,
+    /// The tasks of the task tools.
+    pub(crate) tasks: Tasks,
 }
 
 impl Kit {
@@ -73,13 +76,20 @@ impl Kit {
         stats: Stats,
     ) -> Self {
         Self {
-            stats,
+            stats: Arc::new(stats),
             era,
             tools: catalog(extra_tools),
             page_size: page_size.filter(|&n| n > 0),
             shutdown: CancellationToken::new(),
             bearers: None,
+            tasks: Tasks::default(),
         }
+    }
+
+    /// Stops everything the server runs: waiting handlers and tasks end.
+    pub(crate) fn stop(&self) {
+        self.shutdown.cancel();
+        self.tasks.shutdown();
     }
 }
 
@@ -232,7 +242,7 @@ fn cancelled() -> Result<CallToolResponse, ErrorData> {
 }
 
 /// `bytes` ASCII letters, cycling through the alphabet so that truncation shows.
-fn ascii_text(bytes: usize) -> String {
+pub(crate) fn ascii_text(bytes: usize) -> String {
     (b'a'..=b'z').cycle().take(bytes).map(char::from).collect()
 }
 
@@ -379,7 +389,7 @@ impl Testkit {
     }
 }
 
-fn elicit_params() -> ElicitRequestParams {
+pub(crate) fn elicit_params() -> ElicitRequestParams {
     let requested_schema = serde_json::from_value(json!({
         "type": "object",
         "properties": {"ok": {"type": "boolean"}},
@@ -404,12 +414,88 @@ fn u64_arg(args: &JsonObject, key: &str, default: Option<u64>) -> Result<u64, Er
     }
 }
 
+impl Testkit {
+    /// `task` and `maybe_task`: a task when the client declares the extension on the call
+    /// (2026-07-28); else `task` is refused as the era refuses it, and `maybe_task` answers
+    /// at once.
+    async fn task(
+        &self,
+        always: bool,
+        args: &JsonObject,
+        cx: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let script = Script::parse(args)?;
+        let modern = cx
+            .protocol_version()
+            .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+        let declared = modern
+            && cx
+                .client_capabilities()
+                .is_some_and(|capabilities| capabilities.supports_tasks());
+        match (declared, always, modern) {
+            (true, _, _) => {
+                self.kit
+                    .tasks
+                    .start(script, Arc::clone(&self.kit.stats), cx)
+                    .await
+            }
+            (false, false, _) => text("done"),
+            // A 2025-11-25 server refuses a tool whose execution.taskSupport is "required"
+            // when the call is not task-augmented.
+            (false, true, false) => Err(ErrorData::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                "Tool task requires task-augmented execution (taskSupport: required)",
+                None,
+            )),
+            (false, true, true) => Err(ErrorData::missing_required_client_capability(
+                rmcp::model::ClientCapabilities::builder()
+                    .enable_tasks()
+                    .build(),
+            )),
+        }
+    }
+}
+
 impl ServerHandler for Testkit {
     fn get_info(&self) -> ServerConfig {
         // protocol_version stays at rmcp's default: negotiation caps it to supported_protocol_versions.
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_server_info(
-            Implementation::new("brain-mcp-testkit", env!("CARGO_PKG_VERSION")),
-        )
+        // The tasks extension is defined for 2026-07-28 only.
+        let capabilities = ServerCapabilities::builder().enable_tools();
+        let capabilities = match self.kit.era {
+            Era::Legacy => capabilities.build(),
+            _ => capabilities.enable_tasks().build(),
+        };
+        ServerConfig::new(capabilities).with_server_info(Implementation::new(
+            "brain-mcp-testkit",
+            env!("CARGO_PKG_VERSION"),
+        ))
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        self.kit.tasks.get(&request.task_id).await
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.kit
+            .tasks
+            .update(&request.task_id, request.input_responses)
+            .await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.kit.tasks.cancel(&request.task_id).await
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
@@ -505,6 +591,10 @@ impl ServerHandler for Testkit {
                 let _ = self.cancellable(&cx, std::future::pending::<()>()).await;
                 cancelled()
             }
+            // Not listed (so listings stay as they were): tools that run as tasks, see
+            // `tasks.rs`.
+            "task" => self.task(true, args, &cx).await,
+            "maybe_task" => self.task(false, args, &cx).await,
             name if name.starts_with("gen_") && self.kit.tools.iter().any(|t| t.name == name) => {
                 text(Value::Object(args.clone()).to_string())
             }
@@ -600,7 +690,11 @@ mod tests {
                 tool.name
             );
         }
-        assert_ne!(tools[13].input_schema, tools[14].input_schema);
+        let generated = TOOL_NAMES.len();
+        assert_ne!(
+            tools[generated].input_schema,
+            tools[generated + 1].input_schema
+        );
     }
 
     #[test]

@@ -25,7 +25,8 @@ pub enum EraPreference {
     Modern,
 }
 
-/// How server-to-client requests (elicitation, sampling, roots) are answered.
+/// How server-to-client requests (elicitation, sampling, roots) are answered: during a
+/// call, in a 2026-07-28 `input_required` round, and when a call's task asks for input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum ServerRequestPolicy {
@@ -76,6 +77,11 @@ pub struct CallRequest {
     /// The tenant and OAuth grant whose token the call carries (HTTP servers only);
     /// `None`: the endpoint's bearer, if any.
     pub authorization: Option<Authorization>,
+    /// Declares the tasks extension (`io.modelcontextprotocol/tasks`, 2026-07-28) on the
+    /// call, so that the server may answer it with a task, which the call then follows
+    /// to its end within its deadline (default true). Off: the server must answer at once,
+    /// and a tool that only runs as a task is refused (`-32021`).
+    pub tasks: bool,
     /// What the transport saw of the call (for telemetry), filled in as the call runs.
     pub report: CallReport,
     /// The one resend the call's `tools/call` may get, shared by every attempt of the
@@ -216,10 +222,17 @@ impl CallRequest {
             progress: None,
             param_headers: false,
             authorization: None,
+            tasks: true,
             report: CallReport::default(),
             resend: ResendBudget::default(),
             trace: JsonObject::new(),
         }
+    }
+
+    /// Lets the server run the call as a task (2026-07-28), or not (see [`Self::tasks`]).
+    pub fn tasks(mut self, on: bool) -> Self {
+        self.tasks = on;
+        self
     }
 
     /// Where the transport reports what it saw of the call (keep a clone to read it).
@@ -365,8 +378,8 @@ pub struct DiscoveredTool {
     /// Its output schema, verbatim, if it declares one.
     pub output_schema: Option<JsonObject>,
     /// Its `execution.taskSupport` (`forbidden`, `optional`, `required`), when the
-    /// server says. This client does not run tasks: a tool that requires them cannot be
-    /// called through it.
+    /// server says: the 2025-11-25 form of tasks (SEP-1686), which this client does not
+    /// run. A tool that requires them can only be called in the 2026-07-28 era.
     pub task_support: Option<String>,
 }
 
@@ -380,4 +393,8 @@ pub struct Discovery {
     pub pages: usize,
     /// The era that served the listing.
     pub era: Era,
+    /// The server declares the tasks extension (`io.modelcontextprotocol/tasks`,
+    /// 2026-07-28): it may answer any call with a task, which a call follows within its
+    /// deadline.
+    pub tasks: bool,
 }

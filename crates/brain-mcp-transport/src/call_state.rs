@@ -31,6 +31,15 @@ use crate::{
 /// transport wrapper. It never reaches the wire.
 pub(crate) const CALL_MARKER: &str = "brain.dev/internal-call-key";
 
+/// What a registered request is: the call's own `tools/call`, or one `tasks/get` of the
+/// task the call became (its answer, the final result included, is counted against the
+/// call's budget, never against what the transport allows outside calls).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Call,
+    Poll,
+}
+
 const NOT_SENT: u8 = 0;
 const SENDING: u8 = 1;
 const WRITTEN: u8 = 2;
@@ -55,11 +64,57 @@ pub(crate) struct CallState {
     request: Mutex<Option<RequestId>>,
     /// The one resend the call may get (shared with its other attempts).
     resend: ResendBudget,
+    kind: Kind,
+    /// The id of the task the server answered the call with, once it did.
+    task: Mutex<Option<Arc<str>>>,
+    /// The last progress the server reported (progress, total): a task's status message
+    /// goes out with it.
+    last_progress: Mutex<(f64, Option<f64>)>,
 }
 
 impl CallState {
+    /// One `tasks/get` of the call's task: the call's budget bounds its answer; nothing of
+    /// it is routed as progress.
+    pub(crate) fn poll(call: &CallState) -> Self {
+        let mut poll = Self::new(&call.token, None, call.budget);
+        poll.kind = Kind::Poll;
+        poll
+    }
+
+    pub(crate) fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    /// The server answered with a task: from now on the tool exists on the server.
+    pub(crate) fn set_task(&self, id: &str) {
+        *self.task.lock().unwrap_or_else(PoisonError::into_inner) = Some(Arc::from(id));
+    }
+
+    /// The task the call became, if it did.
+    pub(crate) fn task(&self) -> Option<Arc<str>> {
+        self.task
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Sends a task's status message as progress, with the last progress the server
+    /// reported (0 when it reported none).
+    pub(crate) fn status_message(&self, message: &str) {
+        if let Some(progress) = &self.progress {
+            let (done, total) = *self
+                .last_progress
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            progress.send(Progress::new(done, total, Some(message.to_owned())));
+        }
+    }
+
     pub(crate) fn new(token: &str, progress: Option<ProgressSender>, budget: usize) -> Self {
         Self {
+            kind: Kind::Call,
+            task: Mutex::new(None),
+            last_progress: Mutex::new((0.0, None)),
             token: Arc::from(token),
             progress,
             budget,
@@ -230,6 +285,10 @@ impl CallState {
             return false;
         }
         if let Some(progress) = &self.progress {
+            *self
+                .last_progress
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = (params.progress, params.total);
             progress.send(Progress::new(
                 params.progress,
                 params.total,
@@ -309,7 +368,8 @@ impl Registry {
 
     /// Called as a message is about to be written. If it is a `tools/call` carrying a call
     /// marker: removes the marker, puts the call's token in `progressToken`, marks the
-    /// call as sending and returns it with its key. `Err` when the call was given up (or
+    /// call as sending and returns it with its key (a `tasks/get` with a marker: the same,
+    /// its token left as it is). `Err` when the call was given up (or
     /// is over) while its request waited in rmcp's queue: the request must not be written.
     pub(crate) fn claim(
         &self,
@@ -321,20 +381,38 @@ impl Registry {
         if !self.trace.is_empty() {
             crate::telemetry::add_trace(&mut request.request.get_meta_mut().0.0, &self.trace);
         }
-        if !matches!(request.request, ClientRequest::CallToolRequest(_)) {
-            return Ok(None);
-        }
+        let kind = match request.request {
+            ClientRequest::CallToolRequest(_) => Kind::Call,
+            ClientRequest::GetTaskRequest(_) => Kind::Poll,
+            _ => return Ok(None),
+        };
+        // A poll's marker travels in its params' `_meta` (rmcp's `get_task` takes no
+        // request options), a call's in the request's.
+        let marker = match &mut request.request {
+            ClientRequest::GetTaskRequest(poll) => poll
+                .params
+                .meta
+                .as_mut()
+                .and_then(|meta| meta.0.0.remove(CALL_MARKER)),
+            _ => None,
+        };
         let meta = request.request.get_meta_mut();
-        let Some(key) = meta.0.0.remove(CALL_MARKER).and_then(|key| key.as_u64()) else {
+        let Some(key) = marker
+            .or_else(|| meta.0.0.remove(CALL_MARKER))
+            .and_then(|key| key.as_u64())
+        else {
             return Ok(None);
         };
         let state = self.lock().get(&key).cloned().ok_or(GivenUp)?;
-        if !state.mark_sending() {
+        if state.kind != kind || !state.mark_sending() {
             return Err(GivenUp);
         }
-        meta.set_progress_token(ProgressToken(NumberOrString::String(Arc::clone(
-            &state.token,
-        ))));
+        // A poll keeps rmcp's own token: tasks have no progress of their own.
+        if kind == Kind::Call {
+            meta.set_progress_token(ProgressToken(NumberOrString::String(Arc::clone(
+                &state.token,
+            ))));
+        }
         Ok(Some((key, state)))
     }
 }

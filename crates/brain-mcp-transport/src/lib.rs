@@ -9,7 +9,9 @@
 //!   `notifications/initialized`, `tools/call`, `DELETE`), with no standalone GET stream;
 //!   the `DELETE` goes out on every path, in the background, after the result is returned;
 //! - `2026-07-28` servers get one self-contained POST per call, on a long-lived client per
-//!   (URL, token) whose `server/discover` answer is cached;
+//!   (URL, token) whose `server/discover` answer is cached; a call declares the tasks
+//!   extension, and one the server answers with a task is followed (`tasks/get`) to its
+//!   result within the call's deadline, or given up with `tasks/cancel`;
 //! - stdio commands are spawned per call in their own process group, which is killed
 //!   when the call ends.
 //!

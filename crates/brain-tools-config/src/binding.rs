@@ -129,14 +129,18 @@ pub struct McpTarget {
     pub server: McpServer,
     /// The tool's name on the server.
     pub mcp_tool: String,
+    /// Whether the server may run a call as a task (`tasks`, the 2026-07-28 tasks
+    /// extension), which the call then waits for within its timeout; true unless set.
+    pub tasks: bool,
 }
 
 impl McpTarget {
-    /// An MCP target.
+    /// An MCP target (tasks allowed).
     pub fn new(server: McpServer, mcp_tool: impl Into<String>) -> Self {
         Self {
             server,
             mcp_tool: mcp_tool.into(),
+            tasks: true,
         }
     }
 }

@@ -52,6 +52,7 @@ const BINDING_FIELDS: &[&str] = &[
     "timeout_seconds",
     "max_output_bytes",
     "result_content",
+    "tasks",
     "inspect_session",
 ];
 /// The values of `result_content`.
@@ -378,7 +379,11 @@ impl Loader<'_> {
             DEFAULT_MAX_OUTPUT_BYTES,
         );
         let result_content = self.result_content(&fields);
-        let target = self.target(&fields);
+        let tasks = self.tasks(&fields);
+        let mut target = self.target(&fields);
+        if let (Some(Target::Mcp(mcp)), Some(tasks)) = (&mut target, tasks) {
+            mcp.tasks = tasks;
+        }
 
         if self.errors.len() > errors_before {
             return None;
@@ -394,6 +399,25 @@ impl Loader<'_> {
             result_content: result_content?,
             target: target?,
         })
+    }
+
+    /// `tasks`: a boolean, on an MCP binding; true when absent.
+    fn tasks(&mut self, fields: &Fields<'_>) -> Option<bool> {
+        if !fields.object.contains_key("tasks") {
+            return Some(true);
+        }
+        if !fields.object.contains_key("mcp_tool") {
+            self.error(
+                &fields.at("tasks"),
+                fields.tool.as_deref(),
+                Problem::NotApplicable {
+                    reason: "applies to MCP bindings only",
+                    fix: "remove it; for an HTTP tool, the host's executor decides how a call waits",
+                },
+            );
+            return None;
+        }
+        self.optional_bool(fields, "tasks")
     }
 
     /// `result_content`: one of [`RESULT_CONTENT`], on an MCP binding; `once` when absent.

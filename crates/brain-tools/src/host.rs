@@ -408,6 +408,7 @@ impl ToolHost {
                         .cancel(cancel)
                         .progress(progress_tx)
                         .param_headers(self.inner.param_headers.contains(tool))
+                        .tasks(mcp.tasks)
                         .report(report.clone());
                 if let Some(grant) = grant {
                     secrets.extend(grant_secrets(&grant));
@@ -860,6 +861,11 @@ struct Login<'a> {
     tenant: &'a str,
 }
 
+/// The transport's detail of a call that met its own deadline.
+const TIMED_OUT: &str = "timed out";
+/// How the transport's detail of a response over the byte budget begins.
+const OVER_BUDGET: &str = "the output exceeded";
+
 fn call_failure(
     (tool, timeout): (&str, Duration),
     binding: &ToolBinding,
@@ -870,10 +876,18 @@ fn call_failure(
     // The transport's kind and delivery are the event's: only the sentence is ours.
     let kind = error.kind();
     let message = match kind {
+        // A task that outlived its time to live says so; the call's own deadline is ours.
+        ErrorKind::Timeout if error.detail() != TIMED_OUT => {
+            format!("{tool} timed out: {}", error.detail())
+        }
         ErrorKind::Timeout => timed_out(tool, timeout),
         ErrorKind::Cancelled => format!("{tool} was cancelled"),
-        // The whole result came, and its shape (not its bytes) was past the bounds.
-        ErrorKind::OutputTooLarge if error.delivery() == Delivery::Delivered => {
+        // The whole result came, and its shape (not its bytes) was past the bounds. (A
+        // task's result over the budget is delivered too: the task ran.)
+        ErrorKind::OutputTooLarge
+            if error.delivery() == Delivery::Delivered
+                && !error.detail().starts_with(OVER_BUDGET) =>
+        {
             format!(
                 "{tool} returned a result this host does not take: {}",
                 error.detail()

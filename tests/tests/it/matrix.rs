@@ -46,6 +46,11 @@ struct Row {
     or_kind: Option<ErrorKind>,
     /// Text the result's JSON line must contain.
     contains: Option<&'static str>,
+    /// Requests the 2026-07-28 testkit must see for the call's task: `tasks/get` (at
+    /// least, at most), `tasks/cancel` (checked when it runs in this process).
+    task_requests: Option<(u64, u64, u64)>,
+    /// `tool.progress` events the call must emit.
+    progress_events: Option<usize>,
 }
 
 impl Row {
@@ -61,6 +66,24 @@ impl Row {
 
     fn either_ok_or(mut self, kind: ErrorKind) -> Self {
         self.or_kind = Some(kind);
+        self
+    }
+
+    /// The call's task takes exactly `polls` `tasks/get` and `cancels` `tasks/cancel`.
+    fn task_requests(mut self, polls: u64, cancels: u64) -> Self {
+        self.task_requests = Some((polls, polls, cancels));
+        self
+    }
+
+    /// A task that runs until a clock stops it: at least one poll, and no more than its
+    /// time allows at the interval the server asked for (no busy polling).
+    fn polls_at_most(mut self, polls: u64, cancels: u64) -> Self {
+        self.task_requests = Some((1, polls, cancels));
+        self
+    }
+
+    fn progress_events(mut self, events: usize) -> Self {
+        self.progress_events = Some(events);
         self
     }
 }
@@ -83,6 +106,8 @@ fn row(
         expect,
         or_kind: None,
         contains: None,
+        task_requests: None,
+        progress_events: None,
     }
 }
 
@@ -902,7 +927,7 @@ fn rows(fx: &Fixtures, servers: &Servers) -> Vec<Row> {
             json!({}),
             e(Protocol, Delivered),
         )
-        .contains("does not run tasks"),
+        .contains("a task, which the call did not ask for"),
         row(
             "an image whose data is not base64",
             "http",
@@ -1354,6 +1379,151 @@ fn rows(fx: &Fixtures, servers: &Servers) -> Vec<Row> {
             e(AuthorizationFailed, NotSent),
         )
         .contains("RFC 8414"),
+        // Tools that run as tasks (2026-07-28 tasks extension): one tools/call, then
+        // polls; every end after the handle is delivered.
+        row(
+            "a tool that runs as a task, done at the third poll",
+            "http",
+            "2026-07-28",
+            http(modern, "task"),
+            json!({"polls": 3}),
+            None,
+        )
+        .task_requests(3, 0),
+        row(
+            "a tool that may run as a task, and does",
+            "http",
+            "2026-07-28",
+            http(modern, "maybe_task"),
+            json!({}),
+            None,
+        )
+        .task_requests(1, 0),
+        row(
+            "a task that completes with isError",
+            "http",
+            "2026-07-28",
+            http(modern, "task"),
+            json!({"outcome": "tool_error", "polls": 2}),
+            e(ToolError, Delivered),
+        )
+        .task_requests(2, 0)
+        .contains("the task's tool failed on purpose"),
+        row(
+            "a task that fails with a JSON-RPC error",
+            "http",
+            "2026-07-28",
+            http(modern, "task"),
+            json!({"outcome": "fail"}),
+            e(Protocol, Delivered),
+        )
+        .task_requests(1, 0)
+        .contains("failed with JSON-RPC error -32603: the task failed on purpose"),
+        row(
+            "a task the server cancels",
+            "http",
+            "2026-07-28",
+            http(modern, "task"),
+            json!({"outcome": "cancelled"}),
+            e(Protocol, Delivered),
+        )
+        .task_requests(1, 0),
+        row(
+            "a task that never finishes",
+            "http",
+            "2026-07-28",
+            with(http(modern, "task"), "timeout_seconds", json!(SHORT)),
+            json!({"outcome": "never", "poll_ms": 250}),
+            e(Timeout, Delivered),
+        )
+        .polls_at_most(8, 1),
+        row(
+            "a task that asks for input this host does not give",
+            "http",
+            "2026-07-28",
+            http(modern, "task"),
+            json!({"outcome": "input", "polls": 2}),
+            e(Protocol, Delivered),
+        )
+        .task_requests(2, 1)
+        .contains("asked for input this host does not give"),
+        row(
+            "a task whose result is over the byte budget",
+            "http",
+            "2026-07-28",
+            with(http(modern, "task"), "max_output_bytes", json!(100_000)),
+            json!({"bytes": 2_000_000}),
+            e(OutputTooLarge, Delivered),
+        )
+        // Reading stopped, so the client cannot know the task ended: it cancels it.
+        .task_requests(1, 1)
+        .contains("more than its max_output_bytes (100000 bytes)"),
+        row(
+            "a task that outlives its ttlMs",
+            "http",
+            "2026-07-28",
+            http(modern, "task"),
+            json!({"outcome": "never", "ttl_ms": 500, "poll_ms": 200}),
+            e(Timeout, Delivered),
+        )
+        .polls_at_most(2, 1)
+        .contains("outlived its time to live (500 ms)"),
+        row(
+            "task polls that fail on the wire (503, a dropped connection)",
+            "http",
+            "2026-07-28",
+            http(modern, "task"),
+            json!({"flaky": 2, "polls": 1}),
+            None,
+        )
+        .task_requests(3, 0),
+        row(
+            "the caller cancels a task",
+            "http",
+            "2026-07-28",
+            http(modern, "task"),
+            json!({"outcome": "never", "status": true}),
+            e(Cancelled, Delivered),
+        )
+        .cancel_on_progress()
+        .task_requests(0, 1),
+        row(
+            "a task reports progress: before its handle, then status messages",
+            "http",
+            "2026-07-28",
+            http(modern, "task"),
+            json!({"progress": 2, "status": true, "polls": 2}),
+            None,
+        )
+        .task_requests(2, 0)
+        .progress_events(5),
+        row(
+            "a tool that runs only as a task, on a binding with tasks off",
+            "http",
+            "2026-07-28",
+            with(http(modern, "task"), "tasks", json!(false)),
+            json!({}),
+            e(Protocol, NotSent),
+        )
+        .task_requests(0, 0)
+        .contains("this binding turns tasks off"),
+        row(
+            "a tool that requires tasks, in a 2025-11-25 session",
+            "http",
+            "legacy",
+            http(legacy, "task"),
+            json!({}),
+            e(Protocol, NotSent),
+        )
+        .contains("requires tasks, which this host supports in the 2026-07-28 era"),
+        row(
+            "a task over stdio",
+            "stdio",
+            "2026-07-28",
+            stdio(&["--era", "modern"], "task"),
+            json!({"polls": 2, "bytes": 5_000}),
+            None,
+        ),
     ]
 }
 
@@ -1376,6 +1546,7 @@ async fn run_row(
 ) -> Outcome {
     let tool = format!("row{i:02}");
     let before = calls_seen(servers);
+    let tasks_before = task_requests_seen(servers);
     let scripted_before = fx.scripted_calls();
     let cancel = CancellationToken::new();
     let events = Arc::new(Mutex::new(Vec::new()));
@@ -1456,6 +1627,41 @@ async fn run_row(
     if let Some(needle) = row.contains {
         let line = ToolEvent::Result(result.clone()).to_json_line();
         assert!(line.contains(needle), "row {i} ({}): {line}", row.fault);
+    }
+    if let Some(expected) = row.progress_events {
+        let progress = events
+            .iter()
+            .filter(|e| matches!(e, ToolEvent::Progress(_)))
+            .count();
+        assert_eq!(progress, expected, "row {i} ({}): progress", row.fault);
+    }
+    // Requests per task call, counted on the wire: the polls the task needed and no more
+    // (no busy polling), and `tasks/cancel` when the call gave the task up (sent after the
+    // result, in the background).
+    if let (Some((least, most, cancels)), Some(server)) = (row.task_requests, &servers.modern) {
+        let seen = server
+            .wait_for(
+                |c| c.method("tasks/cancel") >= tasks_before.1 + cancels && c.tasks_running == 0,
+                Duration::from_secs(5),
+            )
+            .await;
+        let seen = (seen.method("tasks/get"), seen.method("tasks/cancel"));
+        let polled = seen.0 - tasks_before.0;
+        // The caller's cancel lands wherever the polls are.
+        if !row.cancel_on_progress {
+            assert!(
+                (least..=most).contains(&polled),
+                "row {i} ({}): {polled} tasks/get, not {least}..={most}",
+                row.fault
+            );
+        }
+        assert_eq!(
+            seen.1 - tasks_before.1,
+            cancels,
+            "row {i} ({}): tasks/cancel ({polled} tasks/get): {:?}",
+            row.fault,
+            result.error
+        );
     }
     let (kind, delivery) = seen.split_once('/').unwrap_or(("ok", ""));
     Outcome {
@@ -1569,6 +1775,12 @@ async fn check_cleanup(client: &McpClient, servers: &Servers, fx: &Fixtures) {
             .await;
         assert_eq!(seen.open_sessions(), 0, "every legacy session closed");
     }
+    if let Some(server) = &servers.modern {
+        let seen = server
+            .wait_for(|c| c.tasks_running == 0, Duration::from_secs(10))
+            .await;
+        assert_eq!(seen.tasks_running, 0, "every task on the server ended");
+    }
     assert!(
         fx.scripted["expired"].deletes().await >= 1,
         "the expired session was still deleted"
@@ -1651,6 +1863,13 @@ fn calls_seen(servers: &Servers) -> (u64, u64) {
             .as_ref()
             .map_or(0, |s| s.counters().method("tools/call")),
     )
+}
+
+fn task_requests_seen(servers: &Servers) -> (u64, u64) {
+    servers.modern.as_ref().map_or((0, 0), |server| {
+        let seen = server.counters();
+        (seen.method("tasks/get"), seen.method("tasks/cancel"))
+    })
 }
 
 fn outcome(result: &ResultEvent) -> String {

@@ -78,6 +78,12 @@ fn expected(tool: &str) -> &'static str {
         "reason_403" => "http_status",
         "retry_forever" => "ok",
         "stderr_exit" => "connect",
+        // Tools that run as tasks (2026-07-28): one done at its second poll, one the
+        // server runs as a task because the call allows it, one whose task ends with
+        // isError, one whose first poll fails on the wire; and one cancelled mid-task.
+        "task" | "maybe_task" | "task_flaky" => "ok",
+        "task_failing" => "tool_error",
+        "cancelled_task" => "cancelled",
         _ => "?",
     }
 }
@@ -217,6 +223,11 @@ async fn soak() {
         ),
         binding("cancelled_legacy", url(legacy_url.clone()), "sleep"),
         binding("cancelled_modern", url(modern_url.clone()), "sleep"),
+        binding("task", url(modern_url.clone()), "task"),
+        binding("maybe_task", url(modern_url.clone()), "maybe_task"),
+        binding("task_flaky", url(modern_url.clone()), "task"),
+        binding("task_failing", url(modern_url.clone()), "task"),
+        binding("cancelled_task", url(modern_url.clone()), "task"),
     ];
     let loaded = HostConfig::from_json_value_with_env(&json!({"tools": tools}), |_| true).unwrap();
     let client = McpClient::new(ClientOptions::default().era(EraPreference::Auto))
@@ -286,18 +297,34 @@ async fn soak() {
                         (tool, arguments, None)
                     }
                     5..8 => {
-                        let tool = if roll % 2 == 0 {
-                            "cancelled_legacy"
-                        } else {
-                            "cancelled_modern"
+                        let (tool, arguments) = match roll {
+                            5 => ("cancelled_legacy", json!({"ms": 5_000})),
+                            6 => ("cancelled_modern", json!({"ms": 5_000})),
+                            // Its first poll would come after the cancel: the polls
+                            // counted are the other tasks'.
+                            _ => (
+                                "cancelled_task",
+                                json!({"outcome": "never", "poll_ms": 60_000}),
+                            ),
                         };
+                        // A task is cancelled later: most calls have their handle by then.
+                        let after = if roll == 7 { 200 } else { 10 };
                         (
                             tool,
-                            json!({"ms": 5_000}),
-                            Some(Duration::from_millis(10 + dice.roll(90))),
+                            arguments,
+                            Some(Duration::from_millis(after + dice.roll(90))),
                         )
                     }
                     8 => ("echo_stdio", json!({"message": format!("m{i}")}), None),
+                    9..13 => {
+                        let (tool, arguments) = match roll {
+                            9 => ("task", json!({"polls": 2})),
+                            10 => ("maybe_task", json!({})),
+                            11 => ("task_flaky", json!({"flaky": 1})),
+                            _ => ("task_failing", json!({"outcome": "tool_error"})),
+                        };
+                        (tool, arguments, None)
+                    }
                     _ => {
                         let tool = [
                             "echo_legacy",
@@ -359,6 +386,9 @@ async fn soak() {
                         "call {i}"
                     );
                 }
+                if matches!(tool, "task" | "maybe_task" | "task_flaky") {
+                    assert_eq!(result.content, vec![ContentBlock::text("done")], "call {i}");
+                }
                 if tool == "echoed" {
                     assert_eq!(
                         result.content,
@@ -390,7 +420,8 @@ async fn soak() {
                     .entry(match tool {
                         "echoed" | "not_an_answer" | "not_a_result" | "accepted_only"
                         | "bad_event_id" | "many_blocks" | "refused_rpc" | "reason_403"
-                        | "retry_forever" | "stderr_exit" => tool,
+                        | "retry_forever" | "stderr_exit" | "task" | "maybe_task"
+                        | "task_flaky" | "task_failing" | "cancelled_task" => tool,
                         _ if kind == "ok" => "ok",
                         _ => expected(tool),
                     })
@@ -420,22 +451,45 @@ async fn soak() {
     let open_sessions: u64 = counted.iter().map(|c| c.open_sessions()).sum();
     assert_eq!(counted.len(), 2, "both servers reported");
     assert_eq!(open_sessions, 0, "every session closed");
+    // Requests per task call, on the wire: each task that ran to its end took exactly the
+    // polls its script asked for (2, 1, 1 + one that failed on the wire, 1: no busy
+    // polling), and every task a call gave up got one tasks/cancel (a call cancelled
+    // before its handle came has no task to cancel; its server's TTL ends it).
+    let modern = &counted[1];
+    let ran = |tool: &str| counts.lock().unwrap().get(tool).copied().unwrap_or(0) as u64;
+    let task_calls = ran("task") + ran("maybe_task") + ran("task_flaky") + ran("task_failing");
+    let polls = modern.method("tasks/get");
+    let cancels = modern.method("tasks/cancel");
+    assert_eq!(
+        polls,
+        2 * ran("task") + ran("maybe_task") + 2 * ran("task_flaky") + ran("task_failing"),
+        "polls per task call"
+    );
+    assert!(cancels <= ran("cancelled_task"), "{cancels} tasks/cancel");
     let end_rss = rss_kib();
     let warm = warm_rss.load(Ordering::Relaxed);
     let counts = counts.lock().unwrap().clone();
     let faults: usize = counts
         .iter()
-        .filter(|(k, _)| !matches!(**k, "ok" | "cancelled"))
+        .filter(|(k, _)| {
+            !matches!(
+                **k,
+                "ok" | "cancelled" | "cancelled_task" | "task" | "maybe_task"
+            )
+        })
         .map(|(_, n)| n)
         .sum();
     eprintln!(
         "soak: {total} calls in {:.1} s ({:.0}/s), {CONCURRENCY} at a time; outcomes {counts:?}; \
          faults {faults}, cancels {}; warm contexts served {} calls; rss after warm-up {warm} KiB, \
-         at the end {end_rss} KiB; leaks: calls {}, tasks {}, children {}, sessions {}",
+         at the end {end_rss} KiB; tasks: {task_calls} calls to their end with {} polls, \
+         {cancels} given up with tasks/cancel; leaks: calls {}, tasks {}, children {}, sessions {}",
         elapsed.as_secs_f64(),
         total as f64 / elapsed.as_secs_f64(),
-        counts.get("cancelled").copied().unwrap_or(0),
+        counts.get("cancelled").copied().unwrap_or(0)
+            + counts.get("cancelled_task").copied().unwrap_or(0),
         stats.warm_served,
+        polls,
         stats.calls_in_flight,
         stats.background_tasks,
         children_after - children_before,

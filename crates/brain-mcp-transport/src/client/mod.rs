@@ -342,6 +342,7 @@ impl McpClient {
         );
         let shared = Shared {
             http,
+            modern_handler: handler.with_tasks(),
             handler,
             tasks: TaskTracker::new(),
             shutdown: CancellationToken::new(),
@@ -635,6 +636,12 @@ impl McpClient {
             )
             .await?;
         let era = opened.era();
+        // The extension is defined for 2026-07-28 only (a legacy server's word is ignored).
+        let tasks = era == Era::Modern
+            && opened
+                .peer()
+                .peer_info()
+                .is_some_and(|info| info.capabilities.supports_tasks());
         let listed = list_tools(
             opened.peer(),
             &request,
@@ -643,7 +650,12 @@ impl McpClient {
         )
         .await;
         opened.finish(&self.inner.shared, None);
-        listed.map(|(tools, pages)| Discovery { tools, pages, era })
+        listed.map(|(tools, pages)| Discovery {
+            tools,
+            pages,
+            era,
+            tasks,
+        })
     }
 
     /// Opens an MCP context on the endpoint, in the era the options and the server allow.

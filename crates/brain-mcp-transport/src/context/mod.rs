@@ -15,16 +15,16 @@ use std::{
     time::Duration,
 };
 
-use rmcp::{Peer, RoleClient, model::RequestId};
+use rmcp::{Peer, RoleClient};
 use tokio::runtime::Handle;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use crate::{
-    api::{CallOutcome, CallRequest, DEFAULT_DISCOVERY_BYTES, Era},
+    api::{CallOutcome, CallRequest, DEFAULT_DISCOVERY_BYTES, Era, JsonObject},
     call_state::{CallState, Registry},
     error::{CallError, ErrorKind, classify::Failure},
     protocol::{
-        drive::{Stop, cancel_reason, cancel_request, drive_call, stopped},
+        drive::{Abandoned, Stop, abandon, cancel_reason, drive_call, stopped, tasks_hint},
         handler::Handler,
     },
     secret::Redactor,
@@ -37,8 +37,10 @@ use crate::{
 pub(crate) struct Shared {
     /// The pooled HTTP client, the one for resends on a fresh connection, their count.
     pub(crate) http: Clients,
-    /// Client info, capabilities and the answers to server requests.
+    /// Client info, capabilities and the answers to server requests (legacy sessions).
     pub(crate) handler: Handler,
+    /// The same, declaring the tasks extension: 2026-07-28 contexts.
+    pub(crate) modern_handler: Handler,
     /// Owns every background task (closes, reapers, drains); shutdown waits for it.
     pub(crate) tasks: TaskTracker,
     /// Cancelled when the client is dropped: ends every transport.
@@ -60,6 +62,14 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// The handler of a context of `era`.
+    pub(crate) fn handler(&self, era: Era) -> &Handler {
+        match era {
+            Era::Legacy => &self.handler,
+            Era::Modern => &self.modern_handler,
+        }
+    }
+
     /// An HTTP backend for one transport: its own registry of calls and a lifetime under
     /// the client's.
     pub(crate) fn backend(
@@ -232,20 +242,21 @@ impl Opened {
     }
 
     /// Closes the context (in the background where that takes round trips), after
-    /// telling the server about an abandoned request.
-    pub(crate) fn finish(self, shared: &Shared, abandoned: Option<(RequestId, &'static str)>) {
+    /// telling the server about an abandoned request or task.
+    pub(crate) fn finish(self, shared: &Shared, abandoned: Option<Abandoned>) {
         let owned = matches!(self, Opened::Owned(_));
         match self {
-            Opened::Legacy(session) => session.finish(abandoned),
+            // A legacy session never runs a task.
+            Opened::Legacy(session) => session.finish(abandoned.and_then(Abandoned::request)),
             Opened::Stdio(session) => session.finish(shared, abandoned),
             Opened::Shared(modern) | Opened::Owned(modern) => {
                 let bound = shared.close_timeout;
                 // In the background: the result is not held back.
                 shared.spawn_background(async move {
-                    // No round trip: rmcp closes the request's stream, this era's
-                    // cancellation.
-                    if let Some((id, reason)) = abandoned {
-                        cancel_request(modern.peer(), id, reason, bound).await;
+                    // A request: no round trip, rmcp closes the request's stream, this
+                    // era's cancellation. A task: `tasks/cancel`.
+                    if let Some(abandoned) = abandoned {
+                        abandon(modern.peer(), abandoned, bound).await;
                     }
                     if owned {
                         modern.close(bound).await;
@@ -275,6 +286,7 @@ pub(crate) async fn call(
         shared,
         opened: Some(opened),
         state: Arc::clone(&state),
+        trace: &request.trace,
     };
     let opened = finishing.opened.as_mut().expect("open until finished");
     let (version, session) = opened.protocol();
@@ -288,20 +300,24 @@ pub(crate) async fn call(
         modern.ensure_listed(request.deadline).await;
     }
     let registration = opened.registry().register(Arc::clone(&state));
+    let era = opened.era();
     let outcome = drive_call(
         opened.peer(),
-        &shared.handler,
+        shared.handler(era),
+        opened.registry(),
         registration.key(),
         &state,
         request,
     )
     .await;
     drop(registration);
-    let era = opened.era();
     let (result, abandoned) = match outcome {
         Ok(result) => (Ok(CallOutcome { result, era }), None),
         Err(stop) => {
             let mut error = stopped(&stop, &state, opened.failure(), &request.endpoint);
+            if let Some(hint) = tasks_hint(&stop, era, request.tasks, state.rounds() <= 1) {
+                error = error.with_detail_suffix(hint);
+            }
             if let (Opened::Stdio(session), Stop::Failed(_)) = (&*opened, &stop)
                 && error.kind() == ErrorKind::Protocol
             {
@@ -337,16 +353,25 @@ struct Finishing<'a> {
     shared: &'a Shared,
     opened: Option<Opened>,
     state: Arc<CallState>,
+    /// The call's trace context, which its `tasks/cancel` carries too.
+    trace: &'a JsonObject,
 }
 
 impl Finishing<'_> {
-    /// Closes the context; `reason` is why a request still running was abandoned. A
-    /// request never written needs no cancel notice (and now never will be written).
+    /// Closes the context; `reason` is why what still ran was abandoned: the call's task
+    /// (`tasks/cancel`), or its request. A request never written needs no cancel notice
+    /// (and now never will be written).
     fn finish(&mut self, reason: Option<&'static str>) {
         if let Some(opened) = self.opened.take() {
             let abandoned = reason
                 .filter(|_| !self.state.abandon())
-                .and_then(|reason| self.state.request().map(|id| (id, reason)));
+                .and_then(|reason| match self.state.task() {
+                    Some(task) => Some(Abandoned::Task(task, self.trace.clone())),
+                    None => self
+                        .state
+                        .request()
+                        .map(|id| Abandoned::Request(id, reason)),
+                });
             opened.finish(self.shared, abandoned);
         }
     }

@@ -95,7 +95,7 @@ impl ModernClient {
         let transport = StreamableHttpClientTransport::with_client(backend, config);
         // Shared by calls for minutes: no call's span is its parent.
         let serving = super::detached(serve_client_with_lifecycle(
-            shared.handler.clone(),
+            shared.modern_handler.clone(),
             transport,
             ClientLifecycleMode::Discover {
                 preferred_versions: vec![ProtocolVersion::V_2026_07_28],

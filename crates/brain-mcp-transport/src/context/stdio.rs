@@ -11,7 +11,7 @@ use std::{io, sync::Arc};
 
 use rmcp::{
     Peer, RoleClient,
-    model::{ErrorCode, ProtocolVersion, RequestId},
+    model::{ErrorCode, ProtocolVersion},
     service::{
         ClientInitializeError, ClientLifecycleMode, RunningService, serve_client_with_lifecycle,
     },
@@ -26,7 +26,10 @@ use crate::{
     call_state::Registry,
     endpoint::{Endpoint, StdioEndpoint},
     error::{CallError, Delivery, ErrorKind, classify::Failure},
-    protocol::{drive::cancel_request, handler::Handler},
+    protocol::{
+        drive::{Abandoned, abandon},
+        handler::Handler,
+    },
     wire::stdio::{FailureSlot, LineLimit, Process, StdioTransport},
 };
 
@@ -80,7 +83,7 @@ impl Session {
     /// Ends the process in the background: the cancel notice for an abandoned request,
     /// the service closed (stdin with it), a grace period, then the process group killed
     /// and the child reaped.
-    pub(crate) fn finish(self, shared: &Shared, abandoned: Option<(RequestId, &'static str)>) {
+    pub(crate) fn finish(self, shared: &Shared, abandoned: Option<Abandoned>) {
         let grace = shared.stdio_grace;
         let Self {
             mut running,
@@ -89,8 +92,8 @@ impl Session {
         } = self;
         shared.spawn_background(
             async move {
-                if let Some((id, reason)) = abandoned {
-                    cancel_request(running.peer(), id, reason, grace).await;
+                if let Some(abandoned) = abandoned {
+                    abandon(running.peer(), abandoned, grace).await;
                 }
                 // Cancels the service: the transport drops stdin, the server sees EOF.
                 let _ = tokio::time::timeout(grace, running.close()).await;
@@ -149,7 +152,7 @@ pub(crate) async fn open(
         },
     };
     let opened = tokio::select! {
-        opened = detached(serve_client_with_lifecycle(shared.handler.clone(), transport, lifecycle)) => opened.map_err(Some),
+        opened = detached(serve_client_with_lifecycle(shared.handler(era).clone(), transport, lifecycle)) => opened.map_err(Some),
         () = tokio::time::sleep_until(deadline) => Err(None),
         () = cancel.cancelled() => Err(None),
     };

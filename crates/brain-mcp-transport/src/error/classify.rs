@@ -64,6 +64,9 @@ pub(crate) enum Wire {
     NotWritten,
     /// Writing began: any byte of it may have reached the server.
     MayHaveReached,
+    /// The server answered it with a task (2026-07-28 tasks extension): the tool exists
+    /// on the server, whatever happens to the call next.
+    Task,
 }
 
 /// Why the call ended without a result: the most telling fact known.
@@ -93,6 +96,15 @@ pub(crate) enum Cause<'a> {
     InputRefused { message: &'a str },
     /// The server answered, with something that is not a tool result: what it was.
     NotAResult(&'static str),
+    /// The call's task failed with this JSON-RPC error.
+    TaskFailed { code: i32, message: &'a str },
+    /// The server cancelled the call's task.
+    TaskCancelled,
+    /// The task's time to live ended before the task did.
+    TaskExpired { ttl_ms: u64 },
+    /// The server answered a request about the call's task (`tasks/get`,
+    /// `tasks/update`) with a JSON-RPC error.
+    PollRefused { code: i32, message: &'a str },
     /// The transport closed and recorded nothing.
     Closed,
 }
@@ -100,7 +112,7 @@ pub(crate) enum Cause<'a> {
 /// The error for a call that ended without a result.
 pub(crate) fn classify(wire: Wire, cause: &Cause<'_>, endpoint: &Endpoint) -> CallError {
     let delivery = delivery(wire, cause);
-    let written = wire == Wire::MayHaveReached;
+    let written = wire != Wire::NotWritten;
     let (kind, detail) = match cause {
         Cause::Timeout => (ErrorKind::Timeout, "timed out".to_owned()),
         Cause::Cancelled => (ErrorKind::Cancelled, "was cancelled".to_owned()),
@@ -136,6 +148,32 @@ pub(crate) fn classify(wire: Wire, cause: &Cause<'_>, endpoint: &Endpoint) -> Ca
         Cause::NotAResult(what) => (
             ErrorKind::Protocol,
             format!("the server answered with {what}"),
+        ),
+        Cause::TaskFailed { code, message } => (
+            ErrorKind::Protocol,
+            format!(
+                "the server ran it as a task, which failed with JSON-RPC error {code}: {}",
+                endpoint.quote(message, 200)
+            ),
+        ),
+        Cause::TaskCancelled => (
+            ErrorKind::Protocol,
+            "the server ran it as a task, and cancelled the task".to_owned(),
+        ),
+        Cause::TaskExpired { ttl_ms } => (
+            ErrorKind::Timeout,
+            format!(
+                "the server ran it as a task, which outlived its time to live ({ttl_ms} ms) \
+                 without finishing"
+            ),
+        ),
+        Cause::PollRefused { code, message } => (
+            ErrorKind::Protocol,
+            format!(
+                "the server ran it as a task, then answered a request about the task with \
+                 JSON-RPC error {code}: {}",
+                endpoint.quote(message, 200)
+            ),
         ),
         Cause::Closed if written => (
             ErrorKind::Protocol,
@@ -273,10 +311,12 @@ fn refusal(code: i32) -> Option<&'static str> {
 /// credentials; 404 on a request that carried a session id says the session is gone; a
 /// JSON-RPC error that rejects the request before processing it, to the call's first
 /// round). Any other answer, a JSON-RPC error included, is `delivered`: the server
-/// answered the call.
+/// answered the call; so is every end of a call the server answered with a task.
 fn delivery(wire: Wire, cause: &Cause<'_>) -> Delivery {
     match (wire, cause) {
         (Wire::NotWritten, _) => Delivery::NotSent,
+        // A task handle is an answer: the server took the call, whatever happened next.
+        (Wire::Task, _) => Delivery::Delivered,
         (
             Wire::MayHaveReached,
             Cause::JsonRpc {
@@ -391,6 +431,68 @@ mod tests {
                 "{cause:?}"
             );
         }
+    }
+
+    #[test]
+    fn once_a_task_handle_arrived_every_end_is_delivered() {
+        use ErrorKind::Timeout as T;
+        let refused = Failure::Status {
+            status: 401,
+            session: false,
+            challenge: None,
+            reason: None,
+            old_sse: false,
+        };
+        // (cause, kind, a phrase of the detail)
+        let cases = [
+            (Cause::Timeout, T, "timed out"),
+            (Cause::Cancelled, Cancelled, "was cancelled"),
+            (Cause::OverBudget { budget: 10 }, OutputTooLarge, "10 bytes"),
+            (
+                Cause::TaskFailed {
+                    code: -32603,
+                    message: "the job broke",
+                },
+                Protocol,
+                "as a task, which failed with JSON-RPC error -32603: the job broke",
+            ),
+            (Cause::TaskCancelled, Protocol, "and cancelled the task"),
+            (
+                Cause::TaskExpired { ttl_ms: 500 },
+                T,
+                "outlived its time to live (500 ms)",
+            ),
+            (
+                Cause::PollRefused {
+                    code: -32602,
+                    message: "unknown task",
+                },
+                Protocol,
+                "a request about the task with JSON-RPC error -32602: unknown task",
+            ),
+            // A poll refused for want of authorization does not make the call unsent:
+            // the tool runs on the server.
+            (Cause::Elsewhere(&refused), HttpStatus, "HTTP 401"),
+            (Cause::Elsewhere(&Failure::Broken), Protocol, "broke"),
+            (Cause::InputRefused { message: "no" }, Protocol, "input"),
+            (Cause::NotAResult("a task"), Protocol, "a task"),
+            (Cause::Closed, Protocol, "closed before the result"),
+        ];
+        for (cause, kind, phrase) in cases {
+            check(Wire::Task, cause, kind, Delivered, phrase);
+        }
+        // Even a refusal that would prove a first round unsent: the handle came first.
+        let error = classify(
+            Wire::Task,
+            &Cause::JsonRpc {
+                code: -32602,
+                message: "x",
+                first_round: true,
+            },
+            &endpoint(),
+        );
+        assert_eq!(error.delivery(), Delivered);
+        assert!(error.challenge().is_none());
     }
 
     #[test]

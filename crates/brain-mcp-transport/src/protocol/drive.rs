@@ -4,11 +4,13 @@
 
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use rmcp::{
     Peer, RoleClient,
     model::{
         CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest,
-        ErrorData, InputResponses, RequestId, RequestMetaObject, ServerResult,
+        ErrorData, InputResponses, RequestId, RequestMetaObject, ServerResult, TASKS_EXTENSION_ID,
     },
     service::{PeerRequestOptions, ServiceError},
 };
@@ -16,15 +18,18 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use crate::{
-    api::{CallRequest, JsonObject},
-    call_state::{CALL_MARKER, CallState},
+    api::{CallRequest, Era, JsonObject},
+    call_state::{CALL_MARKER, CallState, Registry},
     endpoint::Endpoint,
     error::{
         CallError,
         classify::{Cause, Failure, Wire, classify},
     },
-    protocol::handler::Handler,
+    protocol::{handler::Handler, task},
 };
+
+/// Where a 2026-07-28 request's `_meta` carries the client's capabilities.
+const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 
 /// At most this many `input_required` rounds (2026-07-28) before the call fails.
 const MAX_INPUT_ROUNDS: usize = 8;
@@ -44,10 +49,23 @@ pub(crate) enum Stop {
     InputRefused(ErrorData),
     /// The server answered with something that is not a tool result: what it was.
     NotAResult(&'static str),
+    /// The call's task failed with this JSON-RPC error.
+    TaskFailed(ErrorData),
+    /// The server cancelled the call's task.
+    TaskCancelled,
+    /// The task's time to live ended before it did.
+    TaskExpired { ttl_ms: u64 },
+    /// The server answered a `tasks/get` (or `tasks/update`) of the call's task with a
+    /// JSON-RPC error (an unknown or expired task, say).
+    PollRefused(ErrorData),
+    /// A `tasks/get` failed in a way another poll would not mend (a refusing status, an
+    /// answer that is not MCP).
+    PollFailed(Failure),
 }
 
 const NOT_AN_OBJECT: &str = "a result that is not an object";
-const TASK: &str = "a task, and this client does not run tasks (the tool requires them)";
+const TASK: &str = "a task, which the call did not ask for (it did not declare the tasks \
+                    extension)";
 const OTHER_METHOD: &str = "the result of another method";
 
 /// Whether an answer to `tools/call` is a tool result: an object, complete (not a task,
@@ -80,10 +98,12 @@ pub(crate) fn check_result(result: &Value) -> Result<(), &'static str> {
     Ok(())
 }
 
-/// Sends the call (and any `input_required` follow-ups) and waits for its result.
+/// Sends the call (and any `input_required` follow-ups) and waits for its result; a call
+/// the server answers with a task follows the task to its end (`protocol/task.rs`).
 pub(crate) async fn drive_call(
     peer: &Peer<RoleClient>,
     handler: &Handler,
+    registry: &Arc<Registry>,
     call_key: u64,
     state: &CallState,
     request: &CallRequest,
@@ -97,6 +117,15 @@ pub(crate) async fn drive_call(
     meta.0
         .0
         .insert(CALL_MARKER.to_owned(), Value::from(call_key));
+    // The context declares the tasks extension on every request (2026-07-28); a binding
+    // that turns tasks off sends its call with the same capabilities, less the extension.
+    let tasks = handler.declares_tasks() && request.tasks;
+    if handler.declares_tasks() && !request.tasks {
+        meta.0.0.insert(
+            CLIENT_CAPABILITIES.to_owned(),
+            handler.capabilities_without_tasks(),
+        );
+    }
     for _round in 0..MAX_INPUT_ROUNDS {
         // Opening may have taken the whole deadline: never send a call that is already over.
         let over = if request.cancel.is_cancelled() {
@@ -152,6 +181,10 @@ pub(crate) async fn drive_call(
             }
             ServerResult::CustomResult(custom) => custom.0,
             ServerResult::EmptyResult(_) => Value::Object(JsonObject::new()),
+            // The server took the call as a task: from here on only polls go out.
+            ServerResult::CreateTaskResult(created) if tasks => {
+                return task::follow(peer, handler, registry, state, request, created).await;
+            }
             ServerResult::CreateTaskResult(_)
             | ServerResult::GetTaskResult(_)
             | ServerResult::TaskAckResult(_) => return Err(Stop::NotAResult(TASK)),
@@ -195,14 +228,95 @@ pub(crate) async fn cancel_request(
     let _ = tokio::time::timeout(bound, notify).await;
 }
 
-/// The reason sent with `notifications/cancelled`.
-/// `None` when the stop needs no notice (the request failed on its own).
+/// What a call gave up on the server when it stopped early: its request, still running
+/// (with the reason for `notifications/cancelled`), or its task (`tasks/cancel`, with
+/// the call's trace context).
+#[derive(Debug)]
+pub(crate) enum Abandoned {
+    Request(RequestId, &'static str),
+    Task(Arc<str>, JsonObject),
+}
+
+impl Abandoned {
+    /// The request, for contexts that never run tasks (legacy sessions).
+    pub(crate) fn request(self) -> Option<(RequestId, &'static str)> {
+        match self {
+            Abandoned::Request(id, reason) => Some((id, reason)),
+            Abandoned::Task(..) => None,
+        }
+    }
+}
+
+/// Tells the server what the call abandoned, within `bound`.
+pub(crate) async fn abandon(peer: &Peer<RoleClient>, abandoned: Abandoned, bound: Duration) {
+    match abandoned {
+        Abandoned::Request(id, reason) => cancel_request(peer, id, reason, bound).await,
+        Abandoned::Task(id, trace) => task::cancel_task(peer, &id, &trace, bound).await,
+    }
+}
+
+/// Why a call gave up what was running on the server (the reason sent with
+/// `notifications/cancelled`; a task gets `tasks/cancel`). `None` when the stop needs no
+/// notice (the request failed on its own, the task ended or the server forgot it).
 pub(crate) fn cancel_reason(stop: &Stop) -> Option<&'static str> {
     match stop {
         Stop::Timeout => Some("timeout"),
         Stop::Cancelled => Some("cancelled by the caller"),
         Stop::Overflow => Some("output exceeded the byte budget"),
-        Stop::Failed(_) | Stop::InputRefused(_) | Stop::NotAResult(_) => None,
+        // A task waiting for input this host does not give would wait for ever.
+        Stop::InputRefused(_) => Some("the task asked for input this host does not give"),
+        Stop::TaskExpired { .. } => Some("the task outlived its time to live"),
+        Stop::Failed(_)
+        | Stop::NotAResult(_)
+        | Stop::TaskFailed(_)
+        | Stop::TaskCancelled
+        | Stop::PollRefused(_)
+        | Stop::PollFailed(_) => None,
+    }
+}
+
+/// What a refusal of the call says about tasks, added to its message: a server that
+/// runs the tool only as a task refuses a call that did not declare the extension with
+/// -32021 naming it (in the 2026-07-28 era the binding turned tasks off; a 2025-11-25
+/// session cannot declare it); a 2025-11-25 server refuses a tool whose
+/// `execution.taskSupport` is `required` with -32601 (this client runs no task in that
+/// era). `tasks`: whether the call declared the extension.
+pub(crate) fn tasks_hint(
+    stop: &Stop,
+    era: Era,
+    tasks: bool,
+    first_round: bool,
+) -> Option<&'static str> {
+    let Stop::Failed(ServiceError::McpError(error)) = stop else {
+        return None;
+    };
+    if !first_round {
+        return None;
+    }
+    let needs_tasks = || {
+        error
+            .data
+            .as_ref()
+            .and_then(|data| data.pointer("/requiredCapabilities/extensions"))
+            .and_then(Value::as_object)
+            .is_some_and(|extensions| extensions.contains_key(TASKS_EXTENSION_ID))
+    };
+    match (era, error.code.0) {
+        // Declared, and still refused for want of it: the server's word stands alone.
+        (Era::Modern, -32021) if !tasks && needs_tasks() => Some(
+            "; the tool runs only as a task, and this binding turns tasks off (\"tasks\": \
+             false)",
+        ),
+        (Era::Legacy, -32021) if needs_tasks() => Some(
+            "; the tool runs only as a task, which this host supports in the 2026-07-28 era \
+             (this server was reached in the 2025-11-25 era)",
+        ),
+        (Era::Legacy, -32601) => Some(
+            "; a 2025-11-25 server refuses so a tool that requires tasks (execution.taskSupport \
+             \"required\"): such a tool requires tasks, which this host supports in the \
+             2026-07-28 era",
+        ),
+        _ => None,
     }
 }
 
@@ -214,8 +328,11 @@ pub(crate) fn stopped(
     endpoint: &Endpoint,
 ) -> CallError {
     // Abandoning makes `not_sent` final: a request still queued in rmcp is not written.
+    // Once the server answered with a task, the tool exists on the server.
     let wire = if state.abandon() {
         Wire::NotWritten
+    } else if state.task().is_some() {
+        Wire::Task
     } else {
         Wire::MayHaveReached
     };
@@ -237,6 +354,17 @@ pub(crate) fn stopped(
             message: &error.message,
         },
         Stop::NotAResult(what) => Cause::NotAResult(what),
+        Stop::TaskFailed(error) => Cause::TaskFailed {
+            code: error.code.0,
+            message: &error.message,
+        },
+        Stop::TaskCancelled => Cause::TaskCancelled,
+        Stop::TaskExpired { ttl_ms } => Cause::TaskExpired { ttl_ms: *ttl_ms },
+        Stop::PollRefused(error) => Cause::PollRefused {
+            code: error.code.0,
+            message: &error.message,
+        },
+        Stop::PollFailed(failure) => Cause::Elsewhere(failure),
         Stop::Failed(ServiceError::McpError(error)) => Cause::JsonRpc {
             code: error.code.0,
             message: &error.message,
@@ -260,9 +388,91 @@ pub(crate) fn stopped(
 
 #[cfg(test)]
 mod tests {
+    use rmcp::model::{ErrorCode, ErrorData};
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn a_refusal_for_want_of_tasks_says_so() {
+        let refused = |code: i32, data: Option<Value>| {
+            Stop::Failed(ServiceError::McpError(ErrorData::new(
+                ErrorCode(code),
+                "refused",
+                data,
+            )))
+        };
+        let wants_tasks =
+            || Some(json!({"requiredCapabilities": {"extensions": {TASKS_EXTENSION_ID: {}}}}));
+        let wants_other =
+            || Some(json!({"requiredCapabilities": {"extensions": {"x.dev/other": {}}}}));
+        // (stop, era, tasks declared, first round, a phrase of the hint)
+        let cases = [
+            (
+                refused(-32021, wants_tasks()),
+                Era::Modern,
+                false,
+                true,
+                Some("this binding turns tasks off"),
+            ),
+            (
+                refused(-32021, wants_tasks()),
+                Era::Modern,
+                true,
+                true,
+                None,
+            ),
+            (
+                refused(-32021, wants_other()),
+                Era::Modern,
+                false,
+                true,
+                None,
+            ),
+            (refused(-32021, None), Era::Modern, false, true, None),
+            (
+                refused(-32021, wants_tasks()),
+                Era::Legacy,
+                false,
+                true,
+                Some("which this host supports in the 2026-07-28 era (this server"),
+            ),
+            (
+                refused(-32601, None),
+                Era::Legacy,
+                false,
+                true,
+                Some("execution.taskSupport \"required\""),
+            ),
+            (refused(-32601, None), Era::Modern, true, true, None),
+            (refused(-32601, None), Era::Legacy, false, false, None),
+            (
+                refused(-32021, wants_tasks()),
+                Era::Modern,
+                false,
+                false,
+                None,
+            ),
+            (
+                refused(-32602, wants_tasks()),
+                Era::Legacy,
+                false,
+                true,
+                None,
+            ),
+            (Stop::Timeout, Era::Legacy, false, true, None),
+        ];
+        for (stop, era, tasks, first_round, phrase) in cases {
+            let hint = tasks_hint(&stop, era, tasks, first_round);
+            match phrase {
+                Some(phrase) => assert!(
+                    hint.is_some_and(|hint| hint.contains(phrase)),
+                    "{stop:?} {era:?} {tasks}: {hint:?}"
+                ),
+                None => assert_eq!(hint, None, "{stop:?} {era:?} {tasks}"),
+            }
+        }
+    }
 
     #[test]
     fn only_tool_results_pass() {

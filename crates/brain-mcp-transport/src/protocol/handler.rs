@@ -11,7 +11,8 @@ use rmcp::{
     model::{
         ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
         ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability, ErrorCode,
-        FormElicitationCapability, Implementation, InputRequest, ListRootsResult, ProtocolVersion,
+        FormElicitationCapability, Implementation, InputRequest, JsonObject, ListRootsResult,
+        ProtocolVersion, TASKS_EXTENSION_ID,
     },
     service::{RequestContext, RoleClient},
 };
@@ -37,6 +38,41 @@ impl Handler {
         let info = ClientConfig::new(capabilities, client_info)
             .with_protocol_version(ProtocolVersion::V_2025_11_25);
         Self { info, policy }
+    }
+
+    /// The same handler, declaring the tasks extension (`io.modelcontextprotocol/tasks`)
+    /// on every request: for 2026-07-28 contexts only, where capabilities travel in each
+    /// request's `_meta` (the extension is not defined for the initialize lifecycle, and
+    /// a legacy session's capabilities would hold for every call of the session).
+    /// `ClientCapabilitiesBuilder::enable_tasks` is compiled only with rmcp's `server`
+    /// feature, so the entry is written by hand.
+    pub(crate) fn with_tasks(&self) -> Self {
+        let mut tasks = self.clone();
+        tasks
+            .info
+            .capabilities
+            .extensions
+            .get_or_insert_with(Default::default)
+            .insert(TASKS_EXTENSION_ID.to_owned(), JsonObject::new());
+        tasks
+    }
+
+    /// Whether this handler declares the tasks extension.
+    pub(crate) fn declares_tasks(&self) -> bool {
+        self.info.capabilities.supports_tasks()
+    }
+
+    /// The capabilities to send in a request's `_meta` when a call must not run as a
+    /// task: these, without the tasks extension.
+    pub(crate) fn capabilities_without_tasks(&self) -> Value {
+        let mut capabilities = self.info.capabilities.clone();
+        if let Some(extensions) = &mut capabilities.extensions {
+            extensions.remove(TASKS_EXTENSION_ID);
+            if extensions.is_empty() {
+                capabilities.extensions = None;
+            }
+        }
+        serde_json::to_value(capabilities).unwrap_or_default()
     }
 
     /// The answer to an elicitation.

@@ -13,6 +13,7 @@ use serde::{
 
 use crate::{
     api::{MAX_CONTENT_BLOCKS, MAX_LISTED_TOOLS},
+    call_state::{CallState, Kind},
     secret::Redactor,
 };
 
@@ -22,10 +23,24 @@ pub(crate) enum Expect {
     /// A `tools/call` with this byte budget: its `result.content` and the number of JSON
     /// values in it are bounded.
     Call { budget: usize },
+    /// A `tasks/get` of a call's task with the call's byte budget: the result it may
+    /// carry (`result.result.content`) and the number of JSON values are bounded as a
+    /// call's.
+    Poll { budget: usize },
     /// A `tools/list` page: its `result.tools` is counted.
     List,
     /// Anything else.
     Other,
+}
+
+/// What the answer to a call's request is expected to be: the call's result, or one
+/// `tasks/get` of its task; both bounded by the call's budget.
+pub(crate) fn expect_of(call: &CallState) -> Expect {
+    let budget = call.budget();
+    match call.kind() {
+        Kind::Call => Expect::Call { budget },
+        Kind::Poll => Expect::Poll { budget },
+    }
 }
 
 /// Values (numbers, strings, objects, ...) a JSON document may hold per byte of budget:
@@ -61,12 +76,38 @@ pub(crate) fn inspect<'t>(
     listed: usize,
 ) -> Result<(Cow<'t, str>, usize), Refused> {
     let tools = shape(json, expect, listed)?;
+    if matches!(expect, Expect::Poll { .. })
+        && let Some(read) = poll_answer(json)
+    {
+        return Ok((Cow::Owned(redactor.json(&read).into_owned()), tools));
+    }
     if expect == Expect::List
         && let Some(kept) = keep_task_support(json)
     {
         return Ok((Cow::Owned(redactor.json(&kept).into_owned()), tools));
     }
     Ok((redactor.json(json), tools))
+}
+
+/// An answer to `tasks/get` whose result says `"resultType": "task"`, read as the
+/// `"complete"` the extension requires of it (SEP-2663: "MUST be set to complete"): two of
+/// the extension's own examples (a failed task, a completed one with `isError`) show
+/// `"task"` there, and rmcp would read such an answer as a new task handle, losing its
+/// result. `None` (the usual case: nothing is parsed unless the text says `"task"`) when
+/// there is nothing to change.
+pub(crate) fn poll_answer(json: &str) -> Option<String> {
+    use serde_json::Value;
+
+    if !json.contains("\"task\"") {
+        return None;
+    }
+    let mut message: Value = serde_json::from_str(json).ok()?;
+    let kind = message.get_mut("result")?.get_mut("resultType")?;
+    if kind.as_str() != Some("task") {
+        return None;
+    }
+    *kind = Value::from("complete");
+    Some(message.to_string())
 }
 
 /// Where a listed tool's `execution.taskSupport` is kept for `protocol/list.rs`: in the
@@ -117,16 +158,20 @@ pub(crate) fn keep_task_support(json: &str) -> Option<String> {
 /// page. Returns the page's own count of tools.
 pub(crate) fn shape(json: &str, expect: Expect, listed: usize) -> Result<usize, Refused> {
     match expect {
-        Expect::Call { budget } => {
+        Expect::Call { budget } | Expect::Poll { budget } => {
             let values = (budget / BYTES_PER_VALUE).max(MIN_VALUES);
-            if result_items(json, "content") > MAX_CONTENT_BLOCKS {
+            let blocks = match expect {
+                Expect::Poll { .. } => result_items(json, &["result", "content"]),
+                _ => result_items(json, &["content"]),
+            };
+            if blocks > MAX_CONTENT_BLOCKS {
                 return Err(Refused::Blocks);
             }
             bounded(json, values)?;
             Ok(0)
         }
         Expect::List => {
-            let tools = result_items(json, "tools");
+            let tools = result_items(json, &["tools"]);
             if listed.saturating_add(tools) > MAX_LISTED_TOOLS {
                 return Err(Refused::Tools);
             }
@@ -243,17 +288,25 @@ pub(crate) fn within_values(json: &str, limit: usize) -> bool {
     counted.is_ok() || seen.get() <= limit
 }
 
-/// How many items the array `result.<field>` of a JSON-RPC message holds (0 when there is
-/// none, or the text is not such a message), counted without building them.
-pub(crate) fn result_items(json: &str, field: &'static str) -> usize {
+/// How many items the array at `result.<path>` of a JSON-RPC message holds (0 when there
+/// is none, or the text is not such a message), counted without building them: `["tools"]`
+/// for a listing, `["content"]` for a call's result, `["result", "content"]` for the
+/// result a finished task carries.
+pub(crate) fn result_items(json: &str, path: &'static [&'static str]) -> usize {
     struct Envelope(usize);
-    struct EnvelopeVisitor(&'static str);
-    struct Found(usize);
-    struct ResultVisitor(&'static str);
+    struct EnvelopeVisitor(&'static [&'static str]);
     struct Count(usize);
-    struct CountVisitor;
+    /// Counts the items of the array at `path` inside whatever value it reads (at the
+    /// end of the path: the value itself); 0 for anything else.
+    struct At(&'static [&'static str]);
 
-    impl<'de> Visitor<'de> for CountVisitor {
+    impl<'de> serde::de::DeserializeSeed<'de> for At {
+        type Value = Count;
+        fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Count, D::Error> {
+            deserializer.deserialize_any(self)
+        }
+    }
+    impl<'de> Visitor<'de> for At {
         type Value = Count;
         fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
             f.write_str("anything")
@@ -263,11 +316,23 @@ pub(crate) fn result_items(json: &str, field: &'static str) -> usize {
             while seq.next_element::<IgnoredAny>()?.is_some() {
                 count += 1;
             }
-            Ok(Count(count))
+            Ok(Count(if self.0.is_empty() { count } else { 0 }))
         }
         fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Count, A::Error> {
-            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-            Ok(Count(0))
+            let mut count = 0usize;
+            while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                // A repeated key counts every time: whichever one a parser keeps, it
+                // is bounded.
+                match self.0.split_first() {
+                    Some((first, rest)) if key == *first => {
+                        count = count.saturating_add(map.next_value_seed(At(rest))?.0);
+                    }
+                    _ => {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+            }
+            Ok(Count(count))
         }
         fn visit_bool<E>(self, _: bool) -> Result<Count, E> {
             Ok(Count(0))
@@ -288,31 +353,7 @@ pub(crate) fn result_items(json: &str, field: &'static str) -> usize {
             Ok(Count(0))
         }
     }
-    impl<'de> Deserialize<'de> for Count {
-        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-            deserializer.deserialize_any(CountVisitor)
-        }
-    }
 
-    impl<'de> Visitor<'de> for ResultVisitor {
-        type Value = Found;
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("a result")
-        }
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Found, A::Error> {
-            let mut count = 0usize;
-            while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-                // A repeated key counts every time: whichever one a parser keeps, it
-                // is bounded.
-                if key == self.0 {
-                    count = count.saturating_add(map.next_value::<Count>()?.0);
-                } else {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-            Ok(Found(count))
-        }
-    }
     impl<'de> Visitor<'de> for EnvelopeVisitor {
         type Value = Envelope;
         fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -323,7 +364,7 @@ pub(crate) fn result_items(json: &str, field: &'static str) -> usize {
             while let Some(key) = map.next_key::<Cow<'de, str>>()? {
                 if key == "result" {
                     count = count.saturating_add(
-                        map.next_value_seed(ResultSeed(self.0))
+                        map.next_value_seed(At(self.0))
                             .map(|result| result.0)
                             .unwrap_or(0),
                     );
@@ -334,17 +375,10 @@ pub(crate) fn result_items(json: &str, field: &'static str) -> usize {
             Ok(Envelope(count))
         }
     }
-    struct ResultSeed(&'static str);
-    impl<'de> serde::de::DeserializeSeed<'de> for ResultSeed {
-        type Value = Found;
-        fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Found, D::Error> {
-            deserializer.deserialize_map(ResultVisitor(self.0))
-        }
-    }
 
     let mut deserializer = serde_json::Deserializer::from_str(json);
     deserializer
-        .deserialize_map(EnvelopeVisitor(field))
+        .deserialize_map(EnvelopeVisitor(path))
         .map_or(0, |envelope| envelope.0)
 }
 
@@ -412,6 +446,35 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn a_poll_answer_tagged_task_is_read_as_complete() {
+        let answer = |kind: &str| {
+            json!({"jsonrpc": "2.0", "id": 3, "result": {"resultType": kind, "taskId": "t",
+                "status": "failed", "error": {"code": -32603, "message": "task"}}})
+            .to_string()
+        };
+        let read: serde_json::Value =
+            serde_json::from_str(&poll_answer(&answer("task")).unwrap()).unwrap();
+        assert_eq!(read["result"]["resultType"], "complete");
+        assert_eq!(read["result"]["error"]["message"], "task");
+        for untouched in [
+            answer("complete"),
+            json!({"jsonrpc": "2.0", "id": 3, "result": {"taskId": "task"}}).to_string(),
+            json!({"jsonrpc": "2.0", "id": 3, "error": {"code": 1, "message": "task"}}).to_string(),
+            "\"task\" not json".to_owned(),
+        ] {
+            assert_eq!(poll_answer(&untouched), None, "{untouched}");
+        }
+        // Through the ingress: only a poll's answer is read so.
+        let redactor = Redactor::default();
+        let poll = Expect::Poll { budget: 1 << 20 };
+        let tagged = answer("task");
+        let (text, _) = inspect(&redactor, &tagged, poll, 0).unwrap();
+        assert!(text.contains("\"resultType\":\"complete\""), "{text}");
+        let (text, _) = inspect(&redactor, &tagged, CALL, 0).unwrap();
+        assert!(text.contains("\"resultType\":\"task\""), "{text}");
+    }
+
+    #[test]
     fn result_items_are_counted_without_being_built() {
         let blocks = |n: usize| {
             json!({"jsonrpc": "2.0", "id": 1, "result": {
@@ -420,27 +483,43 @@ mod tests {
             }})
             .to_string()
         };
+        const CONTENT: &[&str] = &["content"];
+        const TOOLS: &[&str] = &["tools"];
+        // A finished task's `tasks/get` answer carries the call's result one level down.
+        const TASK_CONTENT: &[&str] = &["result", "content"];
+        let task = |result: serde_json::Value| {
+            json!({"jsonrpc": "2.0", "id": 1, "result": {
+                "resultType": "complete", "taskId": "t", "status": "completed",
+                "content": [1], "result": result,
+            }})
+            .to_string()
+        };
         let cases = [
-            (blocks(0), "content", 0),
-            (blocks(3), "content", 3),
-            (blocks(3), "tools", 0),
+            (blocks(0), CONTENT, 0),
+            (blocks(3), CONTENT, 3),
+            (blocks(3), TOOLS, 0),
             (
                 json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": [{}, {}], "nextCursor": "c"}})
                     .to_string(),
-                "tools",
+                TOOLS,
                 2,
             ),
             (
                 json!({"jsonrpc": "2.0", "id": 1, "result": {"content": "x"}}).to_string(),
-                "content",
+                CONTENT,
                 0,
             ),
-            (json!({"jsonrpc": "2.0", "id": 1, "result": 5}).to_string(), "content", 0),
-            (json!({"jsonrpc": "2.0", "id": 1, "result": []}).to_string(), "content", 0),
-            ("not json".to_owned(), "content", 0),
+            (json!({"jsonrpc": "2.0", "id": 1, "result": 5}).to_string(), CONTENT, 0),
+            (json!({"jsonrpc": "2.0", "id": 1, "result": []}).to_string(), CONTENT, 0),
+            ("not json".to_owned(), CONTENT, 0),
+            (task(json!({"content": [{}, {}, {}, {}]})), TASK_CONTENT, 4),
+            (task(json!({"content": [{}, {}, {}, {}]})), CONTENT, 1),
+            (task(json!("x")), TASK_CONTENT, 0),
+            (task(json!([[1, 2]])), TASK_CONTENT, 0),
+            (blocks(3), TASK_CONTENT, 0),
         ];
-        for (text, field, count) in cases {
-            assert_eq!(result_items(&text, field), count, "{text} {field}");
+        for (text, path, count) in cases {
+            assert_eq!(result_items(&text, path), count, "{text} {path:?}");
         }
     }
 
@@ -491,7 +570,7 @@ mod tests {
             r#"{{"jsonrpc":"2.0","id":1,"result":{{"content":[{}],"content":[]}}}}"#,
             vec![r#"{"type":"text","text":""}"#; 600].join(",")
         );
-        assert_eq!(result_items(&twice, "content"), 600);
+        assert_eq!(result_items(&twice, &["content"]), 600);
         let thrice = format!(
             r#"{{"jsonrpc":"2.0","id":1,"result":{{"content":[{0}],"content":[{0}]}}}}"#,
             vec![r#"{"type":"text","text":""}"#; 600].join(",")
@@ -499,6 +578,25 @@ mod tests {
         assert_eq!(
             inspect(&redactor, &thrice, CALL, 0).err(),
             Some(Refused::Blocks)
+        );
+        // A finished task's result, in a `tasks/get` answer, is bounded as a call's.
+        let task = |blocks: usize| {
+            json!({"jsonrpc": "2.0", "id": 1, "result": {
+                "resultType": "complete", "taskId": "t", "status": "completed",
+                "createdAt": "", "lastUpdatedAt": "", "ttlMs": null,
+                "result": {"content": vec![json!({"type": "text", "text": ""}); blocks]},
+            }})
+            .to_string()
+        };
+        let poll = Expect::Poll { budget: 1 << 20 };
+        assert!(inspect(&redactor, &task(MAX_CONTENT_BLOCKS), poll, 0).is_ok());
+        assert_eq!(
+            inspect(&redactor, &task(MAX_CONTENT_BLOCKS + 1), poll, 0).err(),
+            Some(Refused::Blocks)
+        );
+        assert_eq!(
+            inspect(&redactor, &structured(10_001), Expect::Poll { budget }, 0).err(),
+            Some(Refused::Values { answer: true })
         );
     }
 

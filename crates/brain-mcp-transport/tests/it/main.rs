@@ -17,5 +17,6 @@ mod refusals;
 mod statuses;
 mod stdio;
 mod support;
+mod tasks;
 mod tls;
 mod warm;

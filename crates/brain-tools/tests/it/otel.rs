@@ -668,3 +668,72 @@ async fn the_metrics_have_the_conventions_names_units_and_attributes() {
     );
     host.client().shutdown(Duration::from_secs(5)).await;
 }
+
+/// A call the server runs as a task (2026-07-28) carries its trace context on every
+/// request about the task (`tasks/get`, and `tasks/cancel` when the call gives the task
+/// up), as on its `tools/call`: the server sees the whole task in the call's trace.
+#[tokio::test]
+async fn the_requests_about_a_task_carry_the_calls_context() {
+    let traced = traced();
+    let server = server(Era::Modern).await;
+    let config = bindings(
+        &json!({"url": server.url()}),
+        &[("task", binding(&server.url(), "task", json!({})))],
+    );
+    let host = host(&config, EraPreference::Modern);
+    let (result, _) = call(&host, "task", json!({"polls": 2})).await;
+    assert!(!result.is_error, "{result:?}");
+    // Given up by the caller once its first poll was answered: `tasks/cancel`.
+    let cancel = CancellationToken::new();
+    let polled = server.wait_for(|c| c.method("tasks/get") > 2, Duration::from_secs(5));
+    let scope = CallScope::new("local", "s1", "c2");
+    let ((given_up, _), ()) = tokio::join!(
+        call_as(
+            &host,
+            &scope,
+            "task",
+            json!({"outcome": "never"}),
+            cancel.clone()
+        ),
+        async {
+            polled.await;
+            cancel.cancel();
+        }
+    );
+    let error = given_up.error.as_ref().expect("an error");
+    assert_eq!(
+        (error.kind.as_str(), error.delivery.as_str()),
+        ("cancelled", "delivered")
+    );
+    let seen = server
+        .wait_for(|c| c.method("tasks/cancel") == 1, Duration::from_secs(5))
+        .await;
+    let spans = traced.take();
+    let mut calls: Vec<_> = spans
+        .iter()
+        .filter(|span| span.name == "tools/call task")
+        .collect();
+    calls.sort_by_key(|span| span.start_time);
+    assert_eq!(calls.len(), 2);
+    // The server's records in order: the first call's two polls, then the second's
+    // poll and cancel.
+    let context = |poll: &std::collections::BTreeMap<String, String>| {
+        let meta: serde_json::Value = serde_json::from_str(&poll["meta"]).unwrap();
+        meta["traceparent"].as_str().map(str::to_owned)
+    };
+    let expected: Vec<(&str, Option<String>)> = [0, 0, 1, 1]
+        .into_iter()
+        .zip(["tasks/get", "tasks/get", "tasks/get", "tasks/cancel"])
+        .map(|(call, method)| (method, Some(traceparent(calls[call]))))
+        .collect();
+    let seen_requests: Vec<(&str, Option<String>)> = seen
+        .task_requests
+        .iter()
+        .map(|request| (request["method"].as_str(), context(request)))
+        .collect();
+    assert_eq!(seen_requests, expected);
+    assert_eq!(
+        seen.call_meta[0]["traceparent"],
+        json!(traceparent(calls[0]))
+    );
+}

@@ -1,7 +1,7 @@
 //! `mcp-tools check`: validate a host config; with `--live`, compare each MCP binding
 //! with what its server lists now.
 
-use brain_tools::{ClientOptions, GrantStatus, McpClient};
+use brain_tools::{ClientOptions, Era, GrantStatus, McpClient};
 use brain_tools_config::{Loaded, McpAuth, McpServer, Target, ToolBinding};
 use serde_json::Value;
 
@@ -239,6 +239,24 @@ async fn live(args: &CheckArgs, loaded: &Loaded) -> Outcome {
                     lines.push(format!("  {field} changed on the server:"));
                     lines.extend(changes.into_iter().map(|line| format!("    {line}")));
                 }
+            }
+            // Tasks: what the listing says a call may meet. No server suggests how long a
+            // tool takes (neither tasks extension defines a hint in the listing; a task's
+            // ttlMs comes with the task), so the binding's timeout is stated, not judged.
+            if found.era == Era::Legacy && tool.task_support.as_deref() == Some("required") {
+                lines.push(
+                    "  requires tasks (execution.taskSupport \"required\"), which this host supports in the 2026-07-28 era: calls to it fail".to_owned(),
+                );
+            }
+            if found.tasks {
+                lines.push(if mcp.tasks {
+                    format!(
+                        "  note: the server may run it as a task; a call waits for the task within timeout_seconds ({} s)",
+                        binding.timeout_seconds
+                    )
+                } else {
+                    "  note: the server may run calls as tasks, and this binding turns them off (\"tasks\": false): a tool that only runs as a task fails".to_owned()
+                });
             }
             let description = tool.description.clone().unwrap_or_default();
             if description != binding.description {

@@ -1,7 +1,7 @@
 //! Discovery: list a server's tools and print them as bindings, or merge them into a
 //! host config.
 
-use brain_tools::{ClientOptions, DiscoveredTool, ErrorKind};
+use brain_tools::{ClientOptions, DiscoveredTool, Discovery, Era, ErrorKind};
 use brain_tools_config::{HostConfig, McpServer, McpTarget, Target, ToolBinding};
 
 use crate::{
@@ -160,25 +160,50 @@ pub(crate) async fn run(args: DiscoverArgs) -> Outcome {
             return Err(Exit::Reported);
         }
     };
-    let outcome = output(&args, &found.tools, &server, &tenants, &described);
+    let outcome = output(&args, &found, &server, &tenants, &described);
     client.shutdown(CLOSE_GRACE).await;
     outcome
+}
+
+/// What discovery says on stderr about tools that may run as tasks: a 2026-07-28 server
+/// that declares the tasks extension may run any call as one; a 2025-11-25 tool says so
+/// with `execution.taskSupport`.
+fn task_notes(found: &Discovery, described: &str) {
+    if found.tasks {
+        eprintln!(
+            "mcp-tools: note: {} may run any call as a task (the 2026-07-28 tasks extension): a call waits for its task within the binding's timeout_seconds, unless the binding sets \"tasks\": false",
+            escape(described, false)
+        );
+    }
+    if found.era == Era::Legacy {
+        for tool in &found.tools {
+            if tool.task_support.as_deref() == Some("optional") {
+                eprintln!(
+                    "mcp-tools: note: \"{}\" may run as a task (execution.taskSupport \"optional\"); this host calls it without one in the 2025-11-25 era",
+                    escape(&tool.name, false)
+                );
+            }
+        }
+    }
 }
 
 /// Everything after the listing: choose, bind, check, print or merge.
 fn output(
     args: &DiscoverArgs,
-    tools: &[DiscoveredTool],
+    found: &Discovery,
     server: &McpServer,
     tenants: &[String],
     described: &str,
 ) -> Outcome {
+    let tools = &found.tools;
+    task_notes(found, described);
     let listed: Vec<Listed<'_>> = tools.iter().map(Listed::from).collect();
-    let chosen = choose(&listed, &args.tools, described)?;
+    let chosen = choose(&listed, &args.tools, described, found.era == Era::Legacy)?;
     for name in &chosen.needs_tasks {
         eprintln!(
-            "mcp-tools: note: left out \"{}\": it requires task-augmented execution (execution.taskSupport \"required\"), which this client cannot run",
-            escape(name, false)
+            "mcp-tools: note: left out \"{}\": {}",
+            escape(name, false),
+            REQUIRES_TASKS
         );
     }
     let chosen: Vec<&DiscoveredTool> = chosen.indices.iter().map(|&i| &tools[i]).collect();
@@ -304,9 +329,19 @@ fn unique(names: &[String]) -> Result<(), Exit> {
     Ok(())
 }
 
-/// The named tools (in the order named), or every tool this client can call.
-fn choose(tools: &[Listed<'_>], names: &[String], described: &str) -> Result<Chosen, Exit> {
-    let needs_tasks = |tool: &Listed<'_>| tool.task_support == Some("required");
+/// Why a 2025-11-25 tool whose `execution.taskSupport` is `required` is left out.
+const REQUIRES_TASKS: &str = "this tool requires tasks (execution.taskSupport \"required\"), which this host supports in the 2026-07-28 era";
+
+/// The named tools (in the order named), or every tool this client can call (`legacy`:
+/// the server was listed in the 2025-11-25 era, where a tool that requires tasks cannot
+/// be called).
+fn choose(
+    tools: &[Listed<'_>],
+    names: &[String],
+    described: &str,
+    legacy: bool,
+) -> Result<Chosen, Exit> {
+    let needs_tasks = |tool: &Listed<'_>| legacy && tool.task_support == Some("required");
     if names.is_empty() {
         let (needing, callable): (Vec<usize>, Vec<usize>) =
             (0..tools.len()).partition(|&i| needs_tasks(&tools[i]));
@@ -362,7 +397,7 @@ fn choose(tools: &[Listed<'_>], names: &[String], described: &str) -> Result<Cho
         };
         if needs_tasks(&tools[index]) {
             return Err(Exit::Failed(format!(
-                "{} requires task-augmented execution (execution.taskSupport \"required\"), which this client cannot run; leave it out of -tools",
+                "{}: {REQUIRES_TASKS}; leave it out of -tools",
                 escape(name, false)
             )));
         }
@@ -405,17 +440,25 @@ mod tests {
     }
 
     #[test]
-    fn every_tool_but_those_that_require_tasks() {
+    fn every_tool_but_those_that_require_tasks_in_the_2025_era() {
         let tools = [
             listed("echo", None),
             listed("batch", Some("required")),
             listed("search", Some("optional")),
         ];
         assert_eq!(
-            choose(&tools, &[], "srv").unwrap(),
+            choose(&tools, &[], "srv", true).unwrap(),
             Chosen {
                 indices: vec![0, 2],
                 needs_tasks: vec!["batch".into()],
+            }
+        );
+        // Listed in the 2026-07-28 era, where this host runs tasks: every tool.
+        assert_eq!(
+            choose(&tools, &[], "srv", false).unwrap(),
+            Chosen {
+                indices: vec![0, 1, 2],
+                needs_tasks: Vec::new(),
             }
         );
     }
@@ -424,7 +467,12 @@ mod tests {
     fn a_missing_tool_is_named_with_the_servers_tools_escaped() {
         use crate::runtime::output::escape::hostile::{TEXT, assert_escaped};
         let tools = [listed(TEXT, None), listed("echo", None)];
-        let message = failed(choose(&tools, &names(&[TEXT.trim_end_matches('y')]), "srv"));
+        let message = failed(choose(
+            &tools,
+            &names(&[TEXT.trim_end_matches('y')]),
+            "srv",
+            true,
+        ));
         assert!(message.starts_with("srv has no tool named x"), "{message}");
         assert_escaped(&message);
     }
@@ -433,7 +481,7 @@ mod tests {
     fn named_tools_in_the_order_named() {
         let tools = [listed("echo", None), listed("search", Some("forbidden"))];
         assert_eq!(
-            choose(&tools, &names(&["search", "echo"]), "srv")
+            choose(&tools, &names(&["search", "echo"]), "srv", true)
                 .unwrap()
                 .indices,
             [1, 0]
@@ -443,10 +491,11 @@ mod tests {
     #[test]
     fn a_named_tool_that_requires_tasks_is_an_error() {
         let tools = [listed("echo", None), listed("batch", Some("required"))];
-        let message = failed(choose(&tools, &names(&["echo", "batch"]), "srv"));
-        assert!(
-            message.starts_with("batch requires task-augmented execution"),
-            "{message}"
+        let message = failed(choose(&tools, &names(&["echo", "batch"]), "srv", true));
+        assert_eq!(
+            message,
+            "batch: this tool requires tasks (execution.taskSupport \"required\"), which this host \
+             supports in the 2026-07-28 era; leave it out of -tools"
         );
     }
 
@@ -454,7 +503,12 @@ mod tests {
     fn a_missing_tool_names_what_exists() {
         let tools = [listed("echo", None), listed("search", None)];
         assert_eq!(
-            failed(choose(&tools, &names(&["fetch", "echo"]), "http://h/mcp")),
+            failed(choose(
+                &tools,
+                &names(&["fetch", "echo"]),
+                "http://h/mcp",
+                true
+            )),
             "http://h/mcp has no tool named fetch; it has: echo, search"
         );
     }

@@ -76,6 +76,37 @@ async fn check_live_prints_what_changed_on_the_server() {
     insta::assert_snapshot!(format!("{}{}", redact(&run.stdout, &server), run.stderr));
 }
 
+/// A 2026-07-28 server that declares the tasks extension: each binding says what a task
+/// means for it (its timeout bounds the task; tasks turned off make a task-only tool fail).
+#[tokio::test]
+async fn check_live_says_what_tasks_mean_for_each_binding() {
+    let server = server(Era::Modern).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut tools = discovered(&server.url(), "echo").await;
+    let mut off = tools[0].clone();
+    off["name"] = json!("echo_now");
+    off["tasks"] = json!(false);
+    tools[0]["timeout_seconds"] = json!(120);
+    tools.as_array_mut().unwrap().push(off);
+    let path = config(&dir, tools);
+    let run = mcp_tools(&["check", "--config", &path, "--live"], &[]).await;
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains(
+            "echo (echo): schemas match\n  note: the server may run it as a task; a call waits for the task within timeout_seconds (120 s)\n"
+        ),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains(
+            "echo_now (echo): schemas match\n  note: the server may run calls as tasks, and this binding turns them off (\"tasks\": false): a tool that only runs as a task fails\n"
+        ),
+        "{}",
+        run.stdout
+    );
+}
+
 /// At `-vvv` (trace), the log lines on stderr hold neither the token nor the call's
 /// arguments, in both eras, also when the server sends the token back: the echo tool is
 /// given the token as its message, so it is in the arguments and in the server's answer.

@@ -24,7 +24,7 @@ use super::{
     stream::CallStream,
 };
 use crate::{
-    call_state::CallState,
+    call_state::{CallState, Kind},
     error::{Challenge, classify::Failure},
     wire::ingress::{self, Expect},
 };
@@ -61,11 +61,9 @@ impl HttpBackend {
             return Err(StreamableHttpError::Client(HttpError::Closed));
         };
         let call = claimed.as_ref().map(|(_, call)| Arc::clone(call));
-        let expect = match &message {
-            _ if call.is_some() => Expect::Call {
-                budget: call.as_ref().map_or(0, |call| call.budget()),
-            },
-            JsonRpcMessage::Request(request)
+        let expect = match (&call, &message) {
+            (Some(call), _) => ingress::expect_of(call),
+            (None, JsonRpcMessage::Request(request))
                 if matches!(request.request, ClientRequest::ListToolsRequest(_)) =>
             {
                 Expect::List
@@ -99,7 +97,8 @@ impl HttpBackend {
         // closes connections after answering would otherwise fail calls whose own
         // request never went out; the cost is a session the server may have opened for a
         // lost answer, which it keeps until it expires it.
-        let resend = if call.is_some() {
+        // A `tasks/get` runs nothing: it goes again like any other request.
+        let resend = if call.as_ref().is_some_and(|call| call.kind() == Kind::Call) {
             Resend::IfUnsent
         } else {
             Resend::Once

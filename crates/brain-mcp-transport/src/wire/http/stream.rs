@@ -32,7 +32,7 @@ use super::{
 use crate::{
     call_state::CallState,
     error::classify::Failure,
-    wire::ingress::{Expect, keep_task_support, shape},
+    wire::ingress::{self, Expect, keep_task_support, shape},
 };
 
 const LAST_EVENT_ID_HEADER: &str = "last-event-id";
@@ -212,9 +212,7 @@ impl HttpBackend {
                 })
                 .boxed();
         };
-        let budget = Expect::Call {
-            budget: call.budget(),
-        };
+        let budget = ingress::expect_of(&call);
         events
             .filter_map(move |event| {
                 let event = match event {
@@ -228,6 +226,11 @@ impl HttpBackend {
                         {
                             backend.refuse(refused, Some(&call));
                             return std::future::ready(Some(Err(SseError::InvalidLine)));
+                        }
+                        if matches!(budget, Expect::Poll { .. })
+                            && let Some(read) = sse.data.as_deref().and_then(ingress::poll_answer)
+                        {
+                            sse.data = Some(read);
                         }
                         let id = sse.id.as_ref().map(|id| resume_id(key, id));
                         // A server's retry was bounded where it was read.

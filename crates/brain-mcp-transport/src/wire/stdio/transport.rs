@@ -10,7 +10,7 @@ use std::{
     io,
     pin::Pin,
     sync::{
-        Arc, Mutex, OnceLock, PoisonError,
+        Arc, Mutex, PoisonError,
         atomic::{AtomicUsize, Ordering},
     },
     task::{Context, Poll},
@@ -40,9 +40,27 @@ use crate::{
 /// is in the pipe already.
 const AFTER_EXIT: Duration = Duration::from_millis(100);
 
-/// The call running on a process, once its request went out (set by the transport,
-/// read by the stdout counter).
-type CallSlot = Arc<OnceLock<Arc<CallState>>>;
+/// The call running on a process, once its request went out, or the `tasks/get` of its
+/// task last sent (set by the transport, read by the stdout counter).
+type CallSlot = Arc<Current>;
+
+/// What stdout is counted against: nothing before the call's request went out, then the
+/// call, then each `tasks/get` of its task in turn (each answer gets the call's budget).
+#[derive(Debug, Default)]
+struct Current(Mutex<Option<Arc<CallState>>>);
+
+impl Current {
+    fn get(&self) -> Option<Arc<CallState>> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn set(&self, call: Arc<CallState>) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(call);
+    }
+}
 
 /// What the transport learned about messages that were not a call's (the handshake, a
 /// listing), for classification.
@@ -233,9 +251,7 @@ impl StdioTransport {
     /// What the next answer is expected to be.
     fn expect(&self) -> Expect {
         if let Some(call) = self.current.get() {
-            Expect::Call {
-                budget: call.budget(),
-            }
+            ingress::expect_of(&call)
         } else if !self
             .lists
             .lock()
@@ -285,7 +301,7 @@ impl Transport<RoleClient> for StdioTransport {
                 .push(request.id.clone());
         }
         if let Ok(Some((_, call))) = &claimed {
-            let _ = self.current.set(Arc::clone(call));
+            self.current.set(Arc::clone(call));
         }
         let writer = Arc::clone(&self.writer);
         async move {
