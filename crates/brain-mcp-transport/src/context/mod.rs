@@ -22,6 +22,7 @@ use tokio_util::{sync::CancellationToken, task::TaskTracker};
 use crate::{
     api::{CallOutcome, CallRequest, DEFAULT_DISCOVERY_BYTES, Era},
     call_state::{CallState, Registry},
+    dpop::Dpop,
     error::{CallError, ErrorKind, classify::Failure},
     protocol::{
         drive::{Stop, cancel_reason, cancel_request, drive_call, stopped},
@@ -58,7 +59,7 @@ pub(crate) struct Shared {
 
 impl Shared {
     /// An HTTP backend for one transport: its own registry of calls and a lifetime under
-    /// the client's.
+    /// the client's; `dpop`: the key its token is bound to.
     pub(crate) fn backend(
         &self,
         registry: &Arc<Registry>,
@@ -66,6 +67,7 @@ impl Shared {
         standalone_stream: bool,
         redactor: Redactor,
         non_call_budget: usize,
+        dpop: Option<Dpop>,
     ) -> HttpBackend {
         HttpBackend::new(
             self.http.clone(),
@@ -78,6 +80,7 @@ impl Shared {
                 initialize_grace: self.close_timeout,
                 redactor,
                 non_call_budget,
+                dpop,
             },
         )
     }
