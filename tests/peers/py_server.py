@@ -19,6 +19,11 @@ http: serves streamable HTTP on http://127.0.0.1:PORT/mcp (loopback only).
   and the 2025-11-25 initialize handshake with Mcp-Session-Id sessions.
 stdio: newline-delimited JSON-RPC on stdin/stdout; exits when stdin closes.
 
+OpenTelemetry: the mcp SDK makes a SERVER span for every request it serves, whose parent
+is the trace context the request carries in `params._meta` (`traceparent`, SEP-414).
+With OTEL_SPANS_FILE=PATH set, those spans are recorded (OpenTelemetry SDK), one JSON
+object per line, as each ends: name, kind, trace_id, span_id, parent_span_id, attributes.
+
 Tools:
   echo(message: str) -> str                returns "Echo: <message>"
   progress(steps: int, delay_ms: int)      one notifications/progress per step
@@ -31,6 +36,8 @@ Tools:
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import socket
 import struct
 import sys
@@ -39,8 +46,45 @@ import zlib
 import anyio
 from pydantic import BaseModel, Field
 
-from mcp.server.mcpserver import Context, Image, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+
+def _record_spans(path: str) -> None:
+    """Every span the server ends, as a JSON line in `path` (before any request)."""
+    from opentelemetry import trace
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+
+    class JsonLines(SpanExporter):
+        def __init__(self) -> None:
+            self.file = open(path, "a", buffering=1, encoding="utf-8")
+
+        def export(self, spans):
+            for span in spans:
+                self.file.write(
+                    json.dumps(
+                        {
+                            "name": span.name,
+                            "kind": span.kind.name,
+                            "trace_id": format(span.context.trace_id, "032x"),
+                            "span_id": format(span.context.span_id, "016x"),
+                            "parent_span_id": format(span.parent.span_id, "016x") if span.parent else None,
+                            "attributes": dict(span.attributes or {}),
+                        }
+                    )
+                    + "\n"
+                )
+            return SpanExportResult.SUCCESS
+
+    provider = TracerProvider(resource=Resource.create({"service.name": "py-peer"}))
+    provider.add_span_processor(SimpleSpanProcessor(JsonLines()))
+    trace.set_tracer_provider(provider)
+
+
+if os.environ.get("OTEL_SPANS_FILE"):
+    _record_spans(os.environ["OTEL_SPANS_FILE"])
+
+from mcp.server.mcpserver import Context, Image, MCPServer  # noqa: E402
+from mcp.server.mcpserver.exceptions import ToolError  # noqa: E402
 
 
 def _tiny_png() -> bytes:

@@ -12,7 +12,9 @@
 //!   With `--interval-ms MS`, calls start every MS ms (still one at a time) instead of
 //!   back to back. `--warm-per-server N`, `--warm-total N` and `--warm-idle-ms MS` set the
 //!   pool of warm contexts (our clients only); `--latencies` adds every call's latency, in
-//!   order (`latencies_ms`).
+//!   order (`latencies_ms`). `modern-otel` and `legacy-otel` are `modern` and `legacy`
+//!   with OpenTelemetry on and exporting over OTLP/HTTP to a sink in the process (see
+//!   `otel`).
 //! - `seq --client stdio|stdio-cold --calls N --warmup W [--interval-ms MS] --stdio PROGRAM
 //!   [ARGS...]`: the same over stdio through `ToolHost`, a server process per call
 //!   (warm contexts on or off); everything after `--stdio` is the server's command line.
@@ -30,6 +32,7 @@
 //!   simulated network; see `proxy`). Prints `LISTENING <url>`, runs until stdin closes.
 
 mod hostile;
+mod otel;
 mod proxy;
 mod quickack;
 
@@ -359,6 +362,25 @@ async fn seq(args: &[String]) -> anyhow::Result<Value> {
                 &json!({}),
             )?;
             ours(host, "ours, 2026-07-28 stateless", pace).await?
+        }
+        // The same with OpenTelemetry on and exporting (see `otel`).
+        "modern-otel" | "legacy-otel" => {
+            let pipeline = otel::Pipeline::install().await?;
+            let (era, name) = if client == "modern-otel" {
+                (
+                    EraPreference::Modern,
+                    "ours, 2026-07-28 stateless, OpenTelemetry exporting",
+                )
+            } else {
+                (
+                    EraPreference::Legacy,
+                    "ours, legacy session per call, OpenTelemetry exporting",
+                )
+            };
+            let host = host_with(url()?, 1 << 20, options(era, true)?, &json!({}))?;
+            let mut line = ours(host, name, pace).await?;
+            pipeline.finish(&mut line).await?;
+            line
         }
         // Against the testkit run `--protected` (a bearer check, and its own authorization
         // server), with the secrets in the variables it names.

@@ -49,9 +49,13 @@ const HIDDEN_TRAITS: &[&str] = &["StructuralPartialEq"];
 /// The crates whose types may appear in our public API: ours, the standard library, and
 /// the dependencies whose types we show on purpose (serde's traits and `serde_json::Value`
 /// for schemas and arguments; tokio's `Instant` and tokio-util's `CancellationToken`,
-/// re-exported by `brain-tools`). rmcp, jsonschema, reqwest, hyper, http and oauth2 may
+/// re-exported by `brain-tools`; with the `otel` feature, `opentelemetry_http`'s
+/// `HttpClient`, which `ExportHttpClient` implements for OTLP exporters: its version is
+/// part of ours; `async_trait`'s attribute, re-exported by `brain-tools` for a host's
+/// own stores and authorizers). rmcp, jsonschema, reqwest, hyper, http and oauth2 may
 /// not: a listing that names one fails, `--bless` or not.
 const ALLOWED_CRATES: &[&str] = &[
+    "brain_tools_auth",
     "brain_tools_config",
     "brain_tools_policy",
     "brain_tools_events",
@@ -65,6 +69,8 @@ const ALLOWED_CRATES: &[&str] = &[
     "serde_json",
     "tokio",
     "tokio_util",
+    "opentelemetry_http",
+    "async_trait",
 ];
 
 /// The lines of a listing that name a crate outside [`ALLOWED_CRATES`], with the crate.
@@ -161,6 +167,9 @@ fn diff(old: &str, new: &str) -> String {
 /// `ours` maps the defining path of each public item of the crates listed before to the
 /// path a user writes; this crate's items are added to it.
 fn listing(package: &str, ours: &mut HashMap<String, String>) -> anyhow::Result<String> {
+    // Its own target directory: `RUSTC_BOOTSTRAP` changes what cargo fingerprints, so in
+    // the shared one it would rebuild every dependency for the steps after it.
+    let target = util::target_dir().join("api");
     util::run(
         util::cargo()
             .env("RUSTC_BOOTSTRAP", "1")
@@ -171,11 +180,12 @@ fn listing(package: &str, ours: &mut HashMap<String, String>) -> anyhow::Result<
                 package,
                 "--lib",
                 "--all-features",
-                "--",
             ])
-            .args(["-Z", "unstable-options", "--output-format", "json"]),
+            .arg("--target-dir")
+            .arg(&target)
+            .args(["--", "-Z", "unstable-options", "--output-format", "json"]),
     )?;
-    let file: PathBuf = util::target_dir()
+    let file: PathBuf = target
         .join("doc")
         .join(format!("{}.json", package.replace('-', "_")));
     let text = std::fs::read_to_string(&file)

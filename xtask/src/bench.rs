@@ -162,6 +162,15 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
                 seq(&url, "legacy-cold", c.calls, c.warmup, 0),
             ),
             ("ours-modern", seq(&url, "modern", c.calls, c.warmup, 0)),
+            // OpenTelemetry on and exporting (OTLP/HTTP to a sink in brain-bench).
+            (
+                "ours-modern-otel",
+                seq(&url, "modern-otel", c.calls, c.warmup, 0),
+            ),
+            (
+                "ours-legacy-otel",
+                seq(&url, "legacy-otel", c.calls, c.warmup, 0),
+            ),
             ("floor", seq(&url, "floor", c.calls, c.warmup, 0)),
             ("ts-sdk", ts_http(url.clone(), c.peer.to_string())),
         ];
@@ -835,6 +844,19 @@ fn markdown(report: &Value) -> String {
         r,
         "≤ 1.3x",
         r <= 1.3,
+    );
+    let r = p50(&loopback, "ours-modern-otel") / p50(&loopback, "ours-modern");
+    ratio_line(
+        &mut md,
+        "OpenTelemetry on and exporting ÷ off, p50, 2026-07-28, loopback",
+        r,
+        "≤ 1.05x",
+        r <= 1.05,
+    );
+    let _ = writeln!(
+        md,
+        "- OpenTelemetry on and exporting ÷ off, p50, legacy session per call (warm), loopback: {:.2}x",
+        p50(&loopback, "ours-legacy-otel") / p50(&loopback, "ours-legacy")
     );
     let _ = writeln!(
         md,

@@ -37,7 +37,7 @@ const COMMANDS: &[Command] = &[
         about: "fmt, clippy, dependency direction, public API, semver, packages, tests, and the conformance run (what CI runs)",
         options: &[(
             "--step NAME",
-            "run only this step (repeatable): fmt, clippy, deps, api, semver, package, testkit, peers, tests, conformance",
+            "run only this step (repeatable): fmt, clippy, deps, api, semver, docs, package, testkit, peers, tests, conformance",
         )],
         run: test::run,
     },

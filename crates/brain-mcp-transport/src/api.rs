@@ -76,9 +76,110 @@ pub struct CallRequest {
     /// The tenant and OAuth grant whose token the call carries (HTTP servers only);
     /// `None`: the endpoint's bearer, if any.
     pub authorization: Option<Authorization>,
+    /// What the transport saw of the call (for telemetry), filled in as the call runs.
+    pub report: CallReport,
     /// The one resend the call's `tools/call` may get, shared by every attempt of the
     /// call (clones of the request share it).
     pub(crate) resend: ResendBudget,
+    /// The trace context of the calling span, as `_meta` entries (SEP-414), taken when
+    /// the call starts; empty without the `otel` feature.
+    pub(crate) trace: JsonObject,
+}
+
+/// What the transport saw of one call on the wire, for telemetry: which context served
+/// it, the protocol version and session, the JSON-RPC request id, the JSON-RPC error
+/// code of a refusal, the bytes of its response. Filled in while the call runs; clones
+/// share it, so the caller keeps one and reads it afterwards, whatever the outcome. It
+/// holds nothing the call sent or received (no arguments, result or token).
+#[derive(Debug, Clone, Default)]
+pub struct CallReport(std::sync::Arc<std::sync::Mutex<Report>>);
+
+#[derive(Debug, Clone, Default)]
+struct Report {
+    warm: Option<bool>,
+    protocol_version: Option<String>,
+    session_id: Option<String>,
+    request_id: Option<String>,
+    rpc_code: Option<i32>,
+    http_status: Option<u16>,
+    received: usize,
+}
+
+impl CallReport {
+    /// An empty report.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut Report) -> T) -> T {
+        f(&mut self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
+
+    /// Whether a warm context (opened before the call) served it; `None` when no
+    /// context was taken, or the context is a shared 2026-07-28 client.
+    pub fn warm(&self) -> Option<bool> {
+        self.with(|report| report.warm)
+    }
+
+    /// The protocol version the call was made in (`2025-11-25`, `2026-07-28`, ...).
+    pub fn protocol_version(&self) -> Option<String> {
+        self.with(|report| report.protocol_version.clone())
+    }
+
+    /// The `Mcp-Session-Id` of the call's session (legacy HTTP servers that issue one).
+    pub fn session_id(&self) -> Option<String> {
+        self.with(|report| report.session_id.clone())
+    }
+
+    /// The JSON-RPC id of the call's `tools/call` request, once it was sent.
+    pub fn request_id(&self) -> Option<String> {
+        self.with(|report| report.request_id.clone())
+    }
+
+    /// The JSON-RPC error code the server answered the call with, if it did.
+    pub fn rpc_error_code(&self) -> Option<i32> {
+        self.with(|report| report.rpc_code)
+    }
+
+    /// The HTTP status that failed the call, if one did.
+    pub fn http_status(&self) -> Option<u16> {
+        self.with(|report| report.http_status)
+    }
+
+    /// The bytes of the call's response, as received.
+    pub fn received_bytes(&self) -> usize {
+        self.with(|report| report.received)
+    }
+
+    pub(crate) fn set_warm(&self, warm: Option<bool>) {
+        self.with(|report| report.warm = warm);
+    }
+
+    pub(crate) fn set_protocol(&self, version: Option<String>, session_id: Option<String>) {
+        self.with(|report| {
+            report.protocol_version = version;
+            report.session_id = session_id;
+        });
+    }
+
+    pub(crate) fn set_request_id(&self, id: String) {
+        self.with(|report| report.request_id = Some(id));
+    }
+
+    pub(crate) fn set_rpc_code(&self, code: i32) {
+        self.with(|report| report.rpc_code = Some(code));
+    }
+
+    pub(crate) fn set_http_status(&self, status: Option<u16>) {
+        self.with(|report| report.http_status = status);
+    }
+
+    pub(crate) fn add_received(&self, bytes: usize) {
+        self.with(|report| report.received = report.received.saturating_add(bytes));
+    }
 }
 
 /// The one resend a call's `tools/call` may ever get, whichever layer uses it: on a fresh
@@ -115,8 +216,16 @@ impl CallRequest {
             progress: None,
             param_headers: false,
             authorization: None,
+            report: CallReport::default(),
             resend: ResendBudget::default(),
+            trace: JsonObject::new(),
         }
+    }
+
+    /// Where the transport reports what it saw of the call (keep a clone to read it).
+    pub fn report(mut self, report: CallReport) -> Self {
+        self.report = report;
+        self
     }
 
     /// Authorizes the call with a tenant's OAuth grant: the token is obtained (or taken

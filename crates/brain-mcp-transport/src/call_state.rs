@@ -79,6 +79,11 @@ impl CallState {
         self.budget
     }
 
+    /// The bytes of the call's response received so far.
+    pub(crate) fn received(&self) -> usize {
+        self.received.load(Ordering::Relaxed)
+    }
+
     /// Counts response bytes; false (and the overflow signal raised) once past the budget.
     pub(crate) fn count(&self, bytes: usize) -> bool {
         let total = self
@@ -241,6 +246,11 @@ impl CallState {
 pub(crate) struct Registry {
     next: AtomicU64,
     calls: Mutex<HashMap<u64, Arc<CallState>>>,
+    /// The trace context of the call this transport was opened for (a legacy session or
+    /// a process opened for one call), put in the `_meta` of every request it writes (the
+    /// handshake's too); empty for a warm context and a shared client, whose calls carry
+    /// their own in their `tools/call`.
+    trace: serde_json::Map<String, serde_json::Value>,
 }
 
 /// Removes its call from the registry when dropped.
@@ -266,6 +276,14 @@ impl Drop for Registration {
 }
 
 impl Registry {
+    /// The registry of a transport opened for one call, whose requests carry `trace`.
+    pub(crate) fn for_call(trace: serde_json::Map<String, serde_json::Value>) -> Self {
+        Self {
+            trace,
+            ..Self::default()
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<CallState>>> {
         self.calls.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -300,6 +318,9 @@ impl Registry {
         let JsonRpcMessage::Request(request) = message else {
             return Ok(None);
         };
+        if !self.trace.is_empty() {
+            crate::telemetry::add_trace(&mut request.request.get_meta_mut().0.0, &self.trace);
+        }
         if !matches!(request.request, ClientRequest::CallToolRequest(_)) {
             return Ok(None);
         }

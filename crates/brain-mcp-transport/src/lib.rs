@@ -42,8 +42,8 @@
 //! ```
 
 // Modules depend one way, lowest first (checked by the `layers` test):
-// secret, dpop, endpoint, grant, progress, api, error, call_state, wire, auth, protocol,
-// context, client.
+// secret, dpop, endpoint, telemetry, grant, progress, api, error, call_state, wire, auth,
+// protocol, context, client.
 mod api;
 mod auth;
 mod call_state;
@@ -56,11 +56,13 @@ mod grant;
 mod progress;
 mod protocol;
 mod secret;
+mod telemetry;
 mod wire;
 
 pub use api::{
-    CallOutcome, CallRequest, DEFAULT_DISCOVERY_BYTES, DiscoveredTool, Discovery, DiscoveryRequest,
-    Era, EraPreference, JsonObject, MAX_CONTENT_BLOCKS, MAX_LISTED_TOOLS, ServerRequestPolicy,
+    CallOutcome, CallReport, CallRequest, DEFAULT_DISCOVERY_BYTES, DiscoveredTool, Discovery,
+    DiscoveryRequest, Era, EraPreference, JsonObject, MAX_CONTENT_BLOCKS, MAX_LISTED_TOOLS,
+    ServerRequestPolicy,
 };
 pub use auth::{
     AuthorizationPrompt, Authorizer, CredentialStore, DEFAULT_LEASE_TTL, Expected,
@@ -70,6 +72,8 @@ pub use auth::{
 };
 #[cfg(feature = "postgres")]
 pub use auth::{KeyRing, KeyRingError, PostgresCredentialStore, PostgresStoreOptions};
+#[cfg(feature = "otel")]
+pub use client::ExportHttpClient;
 pub use client::{ClientBuildError, ClientOptions, ClientStats, McpClient};
 pub use endpoint::{Endpoint, HttpEndpoint, StdioEndpoint};
 pub use error::{CallError, Delivery, ErrorKind};

@@ -1,10 +1,17 @@
 //! The five-step call path.
 
-use std::{collections::HashSet, fmt, sync::Arc};
+use std::{
+    collections::HashSet,
+    fmt,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+};
 
 use brain_mcp_transport::{
-    Authorization, CallError, CallRequest, ClientBuildError, ClientOptions, Endpoint, Grant,
-    McpClient, PROGRESS_QUEUE, Progress, ProgressReceiver, Secret, progress_channel,
+    Authorization, CallError, CallReport, CallRequest, ClientBuildError, ClientOptions, Endpoint,
+    Grant, McpClient, PROGRESS_QUEUE, Progress, ProgressReceiver, Secret, progress_channel,
 };
 use brain_tools_config::{HostConfig, JsonObject, McpServer, Target, ToolBinding};
 use brain_tools_events::{
@@ -14,12 +21,13 @@ use brain_tools_policy::{Allowed, Denied, Policy, PolicyError};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use tracing::{Instrument, field};
+use tracing::Instrument;
 
 use crate::{
     bindings::grant_of,
     executor::{HttpToolCall, HttpToolExecutor, HttpToolOutput},
     sink::EventSink,
+    telemetry::{Finished, Telemetry},
 };
 
 /// The identity of a call: whose session, which call. The call ID is also the MCP
@@ -88,6 +96,8 @@ pub struct ToolHostBuilder {
     executor: Option<Arc<dyn HttpToolExecutor>>,
     tokens: TokenSource,
     config_path: Option<String>,
+    record_tenant: bool,
+    record_sizes: bool,
 }
 
 impl fmt::Debug for ToolHostBuilder {
@@ -130,9 +140,27 @@ impl ToolHostBuilder {
         self
     }
 
-    /// Compiles the policy and builds the host.
+    /// Whether a call's span carries the tenant (`brain.tenant`; default: it does).
+    /// Turn it off where tenant names are data the people who read traces must not see.
+    /// See `docs/observability.md`.
+    pub fn record_tenant(mut self, record: bool) -> Self {
+        self.record_tenant = record;
+        self
+    }
+
+    /// Whether a call's span carries the sizes of its arguments (as JSON) and of its
+    /// response as received, in bytes (`brain.arguments.bytes`, `brain.response.bytes`;
+    /// default: it does not). Never their content.
+    pub fn record_sizes(mut self, record: bool) -> Self {
+        self.record_sizes = record;
+        self
+    }
+
+    /// Compiles the policy and builds the host. With the `otel` feature, the host's
+    /// metrics are made on the global meter provider as it is now: set yours first.
     pub fn build(self) -> Result<ToolHost, BuildError> {
         let policy = Policy::new(&self.config)?;
+        let telemetry = Telemetry::new(&self.config, self.record_tenant, self.record_sizes);
         let param_headers = self
             .config
             .tools
@@ -153,6 +181,7 @@ impl ToolHostBuilder {
                 config_path: self
                     .config_path
                     .unwrap_or_else(|| "<host-config.json>".to_owned()),
+                telemetry,
             }),
         })
     }
@@ -173,6 +202,8 @@ struct Inner {
     tokens: TokenSource,
     /// Named in the login command of an `authorization_required` message.
     config_path: String,
+    /// The span of a call, and the call metrics.
+    telemetry: Telemetry,
 }
 
 impl fmt::Debug for ToolHost {
@@ -198,6 +229,8 @@ impl ToolHost {
             executor: None,
             tokens: Arc::new(|name| std::env::var(name).ok()),
             config_path: None,
+            record_tenant: true,
+            record_sizes: false,
         }
     }
 
@@ -222,6 +255,11 @@ impl ToolHost {
     /// Runs one call. `sink` receives every `tool.progress` and then the one
     /// `tool.result`, which is also returned. Never panics on bad input, and returns
     /// within the tool's timeout (plus the time to say so).
+    ///
+    /// The call runs in a `tool_call` span that follows OpenTelemetry's conventions for
+    /// MCP (a CLIENT span `tools/call {mcp_tool}`; see `docs/observability.md`); the
+    /// host's current span is its parent, and with the `otel` feature its trace context
+    /// goes to the server in `params._meta`.
     pub async fn call(
         &self,
         scope: &CallScope,
@@ -230,35 +268,36 @@ impl ToolHost {
         cancel: CancellationToken,
         sink: &dyn EventSink,
     ) -> ResultEvent {
-        let span = tracing::info_span!(
-            "tool_call",
-            tenant = %scope.tenant_id,
-            session = %scope.session_id,
-            call = %scope.call_id,
-            tool = %tool,
-            outcome = field::Empty,
-            delivery = field::Empty,
-            duration_ms = field::Empty,
-        );
+        let telemetry = &self.inner.telemetry;
+        let span = telemetry.span(scope, tool);
+        if telemetry.sizes() {
+            span.record("brain.arguments.bytes", json_size(&arguments));
+        }
+        let report = CallReport::new();
+        let sent = AtomicBool::new(false);
         let started = Instant::now();
         let result = self
-            .run(scope, tool, arguments, cancel, sink)
+            .run(scope, tool, arguments, cancel, sink, (&report, &sent))
             .instrument(span.clone())
             .await;
+        let finished = Finished {
+            sent: sent.load(Ordering::Relaxed),
+            result: &result,
+            report: &report,
+            elapsed: started.elapsed(),
+        };
+        telemetry.finish(&span, tool, &finished);
         let outcome = match &result.error {
             Some(error) => error.kind.as_str(),
             None => "ok",
         };
-        span.record("outcome", outcome);
-        if let Some(error) = &result.error {
-            span.record("delivery", error.delivery.as_str());
-        }
-        span.record("duration_ms", started.elapsed().as_millis() as u64);
         span.in_scope(|| tracing::info!(outcome, "tool call finished"));
         sink.emit(ToolEvent::Result(result.clone()));
         result
     }
 
+    /// The five steps. `report`: what the transport saw; `sent`: set once the call goes
+    /// to the MCP client.
     async fn run(
         &self,
         scope: &CallScope,
@@ -266,6 +305,7 @@ impl ToolHost {
         arguments: Value,
         cancel: CancellationToken,
         sink: &dyn EventSink,
+        (report, sent): (&CallReport, &AtomicBool),
     ) -> ResultEvent {
         let header = scope.header(tool);
         // Step 1: check. Nothing touches the network before this passes.
@@ -325,11 +365,13 @@ impl ToolHost {
                         )
                         .cancel(cancel)
                         .progress(progress_tx)
-                        .param_headers(self.inner.param_headers.contains(tool));
+                        .param_headers(self.inner.param_headers.contains(tool))
+                        .report(report.clone());
                 if let Some(grant) = grant {
                     secrets.extend(grant_secrets(&grant));
                     request = request.authorization(Authorization::new(&scope.tenant_id, grant));
                 }
+                sent.store(true, Ordering::Relaxed);
                 let call = self.inner.client.call(request);
                 let outcome = stream(call, progress_rx, &header, sink).await;
                 outcome
@@ -458,6 +500,25 @@ fn has_key(object: &JsonObject, key: &str) -> bool {
         }
     }
     object.contains_key(key) || object.values().any(|value| in_value(value, key))
+}
+
+/// The size of a JSON value as compact JSON, in bytes, without building the text.
+fn json_size(value: &Value) -> i64 {
+    struct Count(i64);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 = self
+                .0
+                .saturating_add(i64::try_from(bytes.len()).unwrap_or(i64::MAX));
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
 }
 
 fn scope_meta(scope: &CallScope) -> JsonObject {

@@ -15,6 +15,11 @@
 //! Every failure becomes a `tool.result` with `is_error: true` and an error object whose
 //! kind and delivery say what happened and whether the tool may have run.
 //!
+//! Each call runs in a `tool_call` span that is OpenTelemetry's MCP client span
+//! (`tools/call {mcp_tool}`); with the `otel` feature its trace context goes to the
+//! server in `params._meta` (SEP-414) and the call metrics are recorded. See
+//! `docs/observability.md`.
+//!
 //! HTTP and SSE tools (bindings without `mcp_tool`) are handed to an
 //! [`HttpToolExecutor`] the host supplies.
 //!
@@ -40,6 +45,7 @@ mod bindings;
 mod executor;
 mod host;
 mod sink;
+mod telemetry;
 
 pub use bindings::{Bound, GrantError, bind_discovered, endpoint_of, grant_of};
 pub use executor::{HttpToolCall, HttpToolExecutor, HttpToolOutput};
@@ -49,6 +55,8 @@ pub use sink::EventSink;
 // Everything a host needs from the layers below, so that it depends on this crate and
 // nothing else (the config crate included, as `brain_tools::config`). These types are part of this
 // crate's API: a breaking change in one is a breaking change here.
+#[cfg(feature = "otel")]
+pub use brain_mcp_transport::ExportHttpClient;
 pub use brain_mcp_transport::{
     Authorization, AuthorizationCodeGrant, AuthorizationPrompt, Authorizer, CallError,
     ClientAuthentication, ClientBuildError, ClientCredentialsGrant, ClientOptions, ClientStats,

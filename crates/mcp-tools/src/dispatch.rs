@@ -12,6 +12,7 @@ use crate::{
     runtime::{
         exit::{Exit, Outcome},
         logs, output,
+        telemetry::{FLUSH_BOUND, Telemetry},
     },
 };
 
@@ -29,28 +30,45 @@ pub(crate) fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         }
         Err(error) => return exit(Err(Exit::Usage(cli::one_line(&error)))),
     };
-    logs::init(cli.verbose);
+    let verbose = cli.verbose;
     let outcome = match cli.command {
-        Some(Command::Completions(args)) => completions::run(&args),
-        Some(Command::Manpage(args)) => manpage::run(&args),
-        Some(Command::Call(args)) => on_tokio(call::run(args)),
-        Some(Command::Check(args)) => on_tokio(check::run(args)),
-        Some(Command::Login(args)) => on_tokio(login::run(args)),
-        Some(Command::Logout(args)) => on_tokio(logout::run(args)),
-        None => on_tokio(discover::run(cli.discover)),
+        Some(Command::Completions(args)) => {
+            logs::init(verbose, None);
+            completions::run(&args)
+        }
+        Some(Command::Manpage(args)) => {
+            logs::init(verbose, None);
+            manpage::run(&args)
+        }
+        Some(Command::Call(args)) => on_tokio(verbose, call::run(args)),
+        Some(Command::Check(args)) => on_tokio(verbose, check::run(args)),
+        Some(Command::Login(args)) => on_tokio(verbose, login::run(args)),
+        Some(Command::Logout(args)) => on_tokio(verbose, logout::run(args)),
+        None => on_tokio(verbose, discover::run(cli.discover)),
     };
     exit(outcome)
 }
 
 /// Runs a command on a multi-threaded tokio runtime, then stops the runtime within a
 /// short grace (the command has already reported, and closed what it opened within its
-/// own grace).
-fn on_tokio(command: impl Future<Output = Outcome>) -> Outcome {
+/// own grace). The logs are installed first, and OpenTelemetry beside them when the
+/// environment asks for it (feature `otel`): what is left of it is exported after the
+/// command, within [`FLUSH_BOUND`], from this thread while the runtime still runs.
+fn on_tokio(verbose: u8, command: impl Future<Output = Outcome>) -> Outcome {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|error| Exit::Failed(format!("cannot start: {error}")))?;
+    let telemetry = {
+        let _runtime = runtime.enter();
+        Telemetry::from_env()
+    };
+    logs::init(verbose, telemetry.layer());
+    for warning in telemetry.warnings() {
+        tracing::warn!("{warning}");
+    }
     let outcome = runtime.block_on(command);
+    telemetry.shutdown(FLUSH_BOUND);
     runtime.shutdown_timeout(RUNTIME_GRACE);
     outcome
 }

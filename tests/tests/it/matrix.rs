@@ -1718,7 +1718,7 @@ async fn the_token_appears_nowhere() {
     };
     let logs = String::from_utf8_lossy(&capture.0.lock().unwrap()).into_owned();
     assert!(
-        logs.contains("tool_call") && logs.contains("tenant=local"),
+        logs.contains("tool_call") && logs.contains("brain.tenant=\"local\""),
         "the capture works"
     );
     assert!(logs.contains(" TRACE "), "trace level was captured");
@@ -1734,6 +1734,6 @@ async fn the_token_appears_nowhere() {
         );
     }
     for debug in &ran.debug {
-        assert!(!secret(debug), "Debug output holds the token");
+        assert!(!secret(debug), "Debug output holds the token: {debug}");
     }
 }

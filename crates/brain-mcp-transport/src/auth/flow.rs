@@ -52,6 +52,7 @@ use crate::{
         EnterpriseGrant, Grant, GrantExt, SigningAlgorithm, WorkloadIdentityGrant,
     },
     secret::{Secret, one_line},
+    telemetry::{Metrics, TokenRequest},
 };
 
 /// A token is renewed when less than this (or half its lifetime, if shorter) is left.
@@ -68,6 +69,8 @@ pub(super) struct Ctx<'a> {
     /// Where a refresh runs: on its own, so that a call that stops waiting for it cannot
     /// lose the refresh token it rotates.
     pub(super) tasks: &'a TaskTracker,
+    /// Counts token requests.
+    pub(super) metrics: &'a Metrics,
 }
 
 /// The error for a credential store that failed: `credential_store`, not sent, with the
@@ -855,14 +858,16 @@ impl Entry {
         if flight.manager.is_none() {
             self.discover(ctx, flight, challenge).await?;
         }
-        match self.grant() {
+        let obtained = match self.grant() {
             Grant::ClientCredentials(grant) => self.client_credentials(flight, &grant, more).await,
             Grant::Enterprise(grant) => self.enterprise(ctx, flight, &grant, more).await,
             Grant::WorkloadIdentity(grant) => {
                 self.workload_identity(ctx, flight, &grant, more).await
             }
-            _ => Err(failed("the grant cannot be obtained without a user")),
-        }
+            _ => return Err(failed("the grant cannot be obtained without a user")),
+        };
+        ctx.metrics.token(TokenRequest::Obtain, obtained.is_ok());
+        obtained
     }
 
     async fn client_credentials(
@@ -1235,6 +1240,8 @@ impl Entry {
             return Err(failed("the token refresh could not be run"));
         };
         flight.manager = Some(manager);
+        ctx.metrics
+            .token(TokenRequest::Refresh, matches!(response, Some(Ok(_))));
         let response = match response {
             Some(Ok(response)) => response,
             Some(Err(error)) => return self.refused(ctx, key, &error, &outcome, stale).await,

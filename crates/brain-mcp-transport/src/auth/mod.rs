@@ -36,7 +36,7 @@ use std::{
 
 use tokio::time::Instant;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
-use tracing::instrument::WithSubscriber;
+use tracing::{Instrument, instrument::WithSubscriber};
 
 pub use self::store::{
     CredentialStore, DEFAULT_LEASE_TTL, Expected, FileCredentialStore, GrantKey, GrantVersion,
@@ -55,6 +55,7 @@ use crate::{
     error::{CallError, Delivery, ErrorKind},
     grant::{Authorization, Grant, GrantExt},
     secret::Secret,
+    telemetry::Metrics,
 };
 
 /// Authorizations (a first one, then step-ups or re-authorizations) one operation may
@@ -185,6 +186,7 @@ struct Inner {
     tasks: TaskTracker,
     /// The DPoP nonces servers gave, per server and origin (every grant's).
     nonces: Arc<Nonces>,
+    metrics: Metrics,
 }
 
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -255,6 +257,7 @@ impl Auth {
         pooled: reqwest::Client,
         client_name: &str,
         tasks: TaskTracker,
+        metrics: Metrics,
     ) -> Self {
         let store = options
             .store
@@ -270,6 +273,7 @@ impl Auth {
                 entries: Mutex::new(HashMap::new()),
                 tasks,
                 nonces: Arc::default(),
+                metrics,
             }),
         }
     }
@@ -300,6 +304,7 @@ impl Auth {
             identity: self.inner.identity.as_ref(),
             client_name: &self.inner.client_name,
             tasks: &self.inner.tasks,
+            metrics: &self.inner.metrics,
         }
     }
 
@@ -321,7 +326,11 @@ impl Auth {
             match entry.fresh() {
                 // The per-call path: the cached token, no lock held, no store read.
                 Some(token) => Some(token),
-                None => bounded(&run, entry.current(&ctx)).await?,
+                None => {
+                    bounded(&run, entry.current(&ctx))
+                        .instrument(authorize_span("renew"))
+                        .await?
+                }
             }
         };
         let mut authorizations = 0;
@@ -365,6 +374,7 @@ impl Auth {
             authorizations += 1;
             let login = run.login && authorizations == 1;
             let renewed = bounded(&run, entry.react(&ctx, &challenge, token.as_ref(), login))
+                .instrument(authorize_span("challenge"))
                 .await
                 .map_err(|error| hiding(error, token.as_ref()))?;
             token = Some(renewed);
@@ -460,6 +470,12 @@ fn hiding(error: CallError, token: Option<&Token>) -> CallError {
         )),
         None => error,
     }
+}
+
+/// The span of obtaining a token: `renew` before a request (no token yet, or one about to
+/// expire), `challenge` after a server refused one.
+fn authorize_span(reason: &'static str) -> tracing::Span {
+    tracing::info_span!("authorize", "brain.authorize.reason" = reason)
 }
 
 /// Waits for an authorization step within the operation's deadline and cancellation.

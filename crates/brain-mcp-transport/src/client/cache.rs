@@ -10,6 +10,7 @@ use std::{
 
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::{
     api::{DEFAULT_DISCOVERY_BYTES, Era},
@@ -244,7 +245,12 @@ impl ModernSlot {
             return Ok(current);
         }
         let opened =
-            ModernClient::open(shared, endpoint, deadline, cancel, DEFAULT_DISCOVERY_BYTES).await?;
+            ModernClient::open(shared, endpoint, deadline, cancel, DEFAULT_DISCOVERY_BYTES)
+                .instrument(tracing::info_span!(
+                    "open",
+                    brain.context = "2026-07-28 client"
+                ))
+                .await?;
         *slot.current.lock().unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(&opened));
         Ok(opened)
     }

@@ -3,8 +3,13 @@
 //! decides which context a call gets; the contexts do the rest.
 
 mod cache;
+#[cfg(feature = "otel")]
+mod export;
 mod grants;
 mod pool;
+
+#[cfg(feature = "otel")]
+pub use self::export::ExportHttpClient;
 
 use std::{
     sync::{
@@ -17,6 +22,7 @@ use std::{
 use rmcp::model::Implementation;
 use tokio::{sync::Notify, time::Instant};
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
+use tracing::Instrument;
 
 use self::{
     cache::{Cache, Known, ModernSlot, ServerKey},
@@ -25,7 +31,7 @@ use self::{
 use crate::{
     api::{
         CallOutcome, CallRequest, DEFAULT_DISCOVERY_BYTES, Discovery, DiscoveryRequest, Era,
-        EraPreference, ServerRequestPolicy,
+        EraPreference, JsonObject, ServerRequestPolicy,
     },
     context::{
         self, Opened, Purpose, Shared, legacy,
@@ -36,6 +42,7 @@ use crate::{
     error::{CallError, Delivery, ErrorKind},
     protocol::{handler::Handler, list::list_tools},
     secret::Secret,
+    telemetry::{self, Metrics, Source},
     wire::http::{Clients, fresh_client, pooled_client},
 };
 
@@ -344,6 +351,7 @@ impl McpClient {
             stdio_grace: options.stdio_grace,
             sse_reconnects: options.sse_reconnects,
             max_response_bytes: options.max_response_bytes,
+            metrics: Metrics::new(),
         };
         Ok(Self {
             inner: Arc::new(Inner {
@@ -357,6 +365,7 @@ impl McpClient {
                     shared.http.pooled.clone(),
                     &options.client_name,
                     shared.tasks.clone(),
+                    shared.metrics.clone(),
                 ),
                 options,
                 shared,
@@ -373,16 +382,26 @@ impl McpClient {
     /// Runs one `tools/call`: opens an MCP context, sends the call once, streams its
     /// progress, and returns its result; the context is closed afterwards (in the
     /// background, so the result is not held back).
+    ///
+    /// With the `otel` feature, the trace context of the current `tracing` span goes to
+    /// the server in the `_meta` of the call's requests (`traceparent`, `tracestate`,
+    /// `baggage`: SEP-414), and the steps that take time are spans of their own (`open`,
+    /// `authorize`, `request`).
     pub async fn call(&self, request: CallRequest) -> Result<CallOutcome, CallError> {
         if request.authorization.is_some() {
             return grants::call(self, request).await;
         }
+        let mut request = request;
+        request.trace = telemetry::trace_meta();
         let _in_flight = InFlight::new(&self.inner.calls_in_flight);
         let key = self.pool_key(&request)?;
         let mut noted = false;
         let outcome = self
             .call_on_a_context(&request, key.as_ref(), &mut noted)
             .await;
+        if let Err(error) = &outcome {
+            request.report.set_http_status(error.status());
+        }
         // Otherwise one more warm context once this call is over, when this call reached
         // its server (a server that is down or refuses us gets no contexts opened).
         let reached = outcome
@@ -430,7 +449,12 @@ impl McpClient {
                 self.note_and_refill(key, &request.endpoint);
                 *noted = true;
             }
-            match context::call(shared, warm, request).await {
+            request.report.set_warm(Some(true));
+            shared.metrics.context(Source::Warm, &request.endpoint);
+            let outcome = context::call(shared, warm, request)
+                .instrument(tracing::info_span!("request"))
+                .await;
+            match outcome {
                 // A warm context the server no longer knows (an expired session, a
                 // process that died): the call was provably not run, so it moves to a
                 // fresh context, if its one resend is still there.
@@ -450,9 +474,20 @@ impl McpClient {
                 request.deadline,
                 &request.cancel,
                 purpose,
+                &request.trace,
             )
             .await?;
-        context::call(shared, opened, request).await
+        let source = match opened {
+            Opened::Shared(_) => Source::Shared,
+            _ => Source::Cold,
+        };
+        request
+            .report
+            .set_warm((source == Source::Cold).then_some(false));
+        shared.metrics.context(source, &request.endpoint);
+        context::call(shared, opened, request)
+            .instrument(tracing::info_span!("request"))
+            .await
     }
 
     /// Which pool serves the call, if any: stdio commands, and HTTP servers known to
@@ -507,13 +542,23 @@ impl McpClient {
             let cancel = refill.cancel.clone();
             let budget = DEFAULT_DISCOVERY_BYTES;
             let opened = match &endpoint {
+                // A warm context belongs to no call yet: it carries no trace context.
                 Endpoint::Stdio(stdio) => client
-                    .open_stdio(stdio, deadline, &cancel, shared.max_response_bytes, budget)
+                    .open_stdio(
+                        stdio,
+                        deadline,
+                        &cancel,
+                        shared.max_response_bytes,
+                        budget,
+                        &JsonObject::new(),
+                    )
                     .await
                     .map(Warm::Stdio),
-                Endpoint::Http(http) => legacy::open(shared, http, deadline, &cancel, budget)
-                    .await
-                    .map(Warm::Legacy),
+                Endpoint::Http(http) => {
+                    legacy::open(shared, http, deadline, &cancel, budget, &JsonObject::new())
+                        .await
+                        .map(Warm::Legacy)
+                }
             };
             match opened {
                 Ok(warm) => match inner.pool.put(&key, &refill, warm) {
@@ -586,6 +631,7 @@ impl McpClient {
                 Purpose::Discovery {
                     budget: request.max_bytes,
                 },
+                &telemetry::trace_meta(),
             )
             .await?;
         let era = opened.era();
@@ -601,12 +647,15 @@ impl McpClient {
     }
 
     /// Opens an MCP context on the endpoint, in the era the options and the server allow.
+    /// `trace`: the trace context of the operation, for the requests of a context opened
+    /// for it alone (a session, a process; a shared client is not).
     async fn open(
         &self,
         endpoint: &Endpoint,
         deadline: Instant,
         cancel: &CancellationToken,
         purpose: Purpose,
+        trace: &JsonObject,
     ) -> Result<Opened, CallError> {
         let shared = &self.inner.shared;
         let http = match endpoint {
@@ -624,7 +673,9 @@ impl McpClient {
                         cancel,
                         line_limit,
                         purpose.non_call_budget(),
+                        trace,
                     )
+                    .instrument(tracing::info_span!("open", brain.context = "process"))
                     .await
                     .map(Opened::Stdio);
             }
@@ -640,6 +691,10 @@ impl McpClient {
                     .map(Opened::Shared),
                 Purpose::Discovery { budget } => self
                     .fresh_modern_client(http, deadline, cancel, budget)
+                    .instrument(tracing::info_span!(
+                        "open",
+                        brain.context = "2026-07-28 client"
+                    ))
                     .await?
                     .map(Opened::Owned),
             };
@@ -649,9 +704,17 @@ impl McpClient {
                 None => {}
             }
         }
-        legacy::open(shared, http, deadline, cancel, purpose.non_call_budget())
-            .await
-            .map(Opened::Legacy)
+        legacy::open(
+            shared,
+            http,
+            deadline,
+            cancel,
+            purpose.non_call_budget(),
+            trace,
+        )
+        .instrument(tracing::info_span!("open", brain.context = "session"))
+        .await
+        .map(Opened::Legacy)
     }
 
     /// A stdio server, started in the era the options say; in the automatic era, a
@@ -664,6 +727,7 @@ impl McpClient {
         cancel: &CancellationToken,
         line_limit: usize,
         non_call_budget: usize,
+        trace: &JsonObject,
     ) -> Result<stdio::Session, CallError> {
         let shared = &self.inner.shared;
         let cache = &self.inner.cache;
@@ -682,6 +746,7 @@ impl McpClient {
                 era,
                 line_limit,
                 non_call_budget,
+                trace,
             )
         };
         let opened = match open(era).await {

@@ -18,8 +18,9 @@ use tokio::time::Instant;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 use tracing::Instrument;
 
-use super::{Shared, spawn_background};
+use super::{Shared, background_span, detached, spawn_background};
 use crate::{
+    api::JsonObject,
     call_state::Registry,
     endpoint::{Endpoint, HttpEndpoint},
     error::{
@@ -63,6 +64,11 @@ impl Session {
         self.tracker.failure()
     }
 
+    /// The session id the server issued, if any.
+    pub(crate) fn session_id(&self) -> Option<String> {
+        self.tracker.session_id()
+    }
+
     /// Resolves once the bytes outside calls passed their budget.
     pub(crate) async fn over_budget(&self) {
         self.tracker.over_budget().await;
@@ -76,14 +82,17 @@ impl Session {
 }
 
 /// Opens a session: `initialize` and `notifications/initialized`, within the deadline.
+/// `trace`: the trace context of the call the session is opened for (empty for a warm
+/// one), put in the `_meta` of every request of the session, `initialize` included.
 pub(crate) async fn open(
     shared: &Shared,
     endpoint: &HttpEndpoint,
     deadline: Instant,
     cancel: &CancellationToken,
     non_call_budget: usize,
+    trace: &JsonObject,
 ) -> Result<Session, CallError> {
-    let registry = Arc::new(Registry::default());
+    let registry = Arc::new(Registry::for_call(trace.clone()));
     let lifetime = shared.shutdown.child_token();
     let described = Endpoint::Http(endpoint.clone());
     let backend = shared.backend(
@@ -111,7 +120,7 @@ pub(crate) async fn open(
         .max_concurrent_requests(MAX_CONCURRENT_REQUESTS);
     let transport = StreamableHttpClientTransport::with_client(backend, config);
     let opened = tokio::select! {
-        opened = serve_client(shared.handler.clone(), transport) => opened.map_err(Some),
+        opened = detached(serve_client(shared.handler.clone(), transport)) => opened.map_err(Some),
         () = tokio::time::sleep_until(deadline) => Err(None),
         () = cancel.cancelled() => Err(None),
     };
@@ -192,7 +201,7 @@ impl Closing {
             &self.tasks,
             closer
                 .close(self.running.take(), abandoned)
-                .in_current_span(),
+                .instrument(background_span()),
         );
     }
 }

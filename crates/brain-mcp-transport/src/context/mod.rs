@@ -29,6 +29,7 @@ use crate::{
         handler::Handler,
     },
     secret::Redactor,
+    telemetry::Metrics,
     wire::http::{BackendConfig, Clients, HttpBackend},
 };
 
@@ -55,6 +56,8 @@ pub(crate) struct Shared {
     pub(crate) sse_reconnects: usize,
     /// Bound on a response that is not a call's, and on one SSE event.
     pub(crate) max_response_bytes: usize,
+    /// The client's instruments (empty without the `otel` feature).
+    pub(crate) metrics: Metrics,
 }
 
 impl Shared {
@@ -89,6 +92,36 @@ impl Shared {
     pub(crate) fn spawn_background(&self, task: impl Future<Output = ()> + Send + 'static) {
         spawn_background(&self.tasks, task);
     }
+}
+
+/// Runs rmcp's set-up of a context (the handshake, and the loop and worker tasks it
+/// spawns, which live as long as the context) in a task of its own, outside the current
+/// span. rmcp makes its long-lived spans children of the current span, which would keep
+/// the call's span (and the host's spans above it) open for as long as the context
+/// lives: until a session's `DELETE`, or for minutes with a shared 2026-07-28 client, so
+/// that a span's duration would not be the call's. Dropping the future ends the task (as
+/// dropping the set-up itself would).
+pub(crate) async fn detached<F>(future: F) -> F::Output
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    match tokio_util::task::AbortOnDropHandle::new(tokio::spawn(future)).await {
+        Ok(output) => output,
+        Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+        // Cancelled: only the runtime's shutdown does that (this future aborts it only
+        // when dropped), and then nothing waits for this one either.
+        Err(_) => std::future::pending().await,
+    }
+}
+
+/// The span of work a call leaves running in the background (closing its context): not
+/// a child of the call's span, which would then stay open until that work ends, but a
+/// span of its own that follows from it. At DEBUG: usually off.
+pub(crate) fn background_span() -> tracing::Span {
+    let span = tracing::debug_span!(parent: None, "close_context");
+    span.follows_from(tracing::Span::current());
+    span
 }
 
 /// Runs a close in the background, on the tracker (which shutdown waits for). Outside a
@@ -159,6 +192,26 @@ impl Opened {
         }
     }
 
+    /// The protocol version the context speaks, and its session id (legacy HTTP).
+    fn protocol(&self) -> (Option<String>, Option<String>) {
+        let version = match self.era() {
+            Era::Modern => Some(
+                rmcp::model::ProtocolVersion::V_2026_07_28
+                    .as_str()
+                    .to_owned(),
+            ),
+            _ => self
+                .peer()
+                .peer_info()
+                .map(|info| info.protocol_version.as_str().to_owned()),
+        };
+        let session = match self {
+            Opened::Legacy(session) => session.session_id(),
+            _ => None,
+        };
+        (version, session)
+    }
+
     /// What the transport recorded about requests that were not a call's own.
     pub(crate) fn failure(&self) -> Option<Failure> {
         match self {
@@ -227,6 +280,13 @@ pub(crate) async fn call(
         state: Arc::clone(&state),
     };
     let opened = finishing.opened.as_mut().expect("open until finished");
+    let (version, session) = opened.protocol();
+    request.report.set_protocol(version, session);
+    let _received = Received {
+        shared,
+        state: Arc::clone(&state),
+        request,
+    };
     if let (Opened::Shared(modern), true) = (&*opened, request.param_headers) {
         modern.ensure_listed(request.deadline).await;
     }
@@ -256,6 +316,22 @@ pub(crate) async fn call(
     };
     finishing.finish(abandoned);
     result
+}
+
+/// Reports the bytes of a call's response however the call ends (finished, or its future
+/// dropped).
+struct Received<'a> {
+    shared: &'a Shared,
+    state: Arc<CallState>,
+    request: &'a CallRequest,
+}
+
+impl Drop for Received<'_> {
+    fn drop(&mut self) {
+        let bytes = self.state.received();
+        self.request.report.add_received(bytes);
+        self.shared.metrics.received(bytes, &self.request.endpoint);
+    }
 }
 
 /// Closes a call's context however the call ends: finished, or its future dropped (then

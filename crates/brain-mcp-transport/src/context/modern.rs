@@ -94,13 +94,14 @@ impl ModernClient {
         let config = transport_config(endpoint, shared.sse_reconnects)
             .max_concurrent_requests(MAX_CONCURRENT_REQUESTS);
         let transport = StreamableHttpClientTransport::with_client(backend, config);
-        let serving = serve_client_with_lifecycle(
+        // Shared by calls for minutes: no call's span is its parent.
+        let serving = super::detached(serve_client_with_lifecycle(
             shared.handler.clone(),
             transport,
             ClientLifecycleMode::Discover {
                 preferred_versions: vec![ProtocolVersion::V_2026_07_28],
             },
-        );
+        ));
         // Until the client is open, a failed or dropped open ends its requests.
         let opening = lifetime.drop_guard();
         let opened = tokio::select! {

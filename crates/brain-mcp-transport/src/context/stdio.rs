@@ -20,9 +20,9 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::Shared;
+use super::{Shared, background_span, detached};
 use crate::{
-    api::Era,
+    api::{Era, JsonObject},
     call_state::Registry,
     endpoint::{Endpoint, StdioEndpoint},
     error::{CallError, Delivery, ErrorKind, classify::Failure},
@@ -96,7 +96,7 @@ impl Session {
                 let _ = tokio::time::timeout(grace, running.close()).await;
                 process.close(grace).await;
             }
-            .in_current_span(),
+            .instrument(background_span()),
         );
     }
 }
@@ -109,7 +109,12 @@ pub(crate) enum Opening {
 }
 
 /// Starts the server and runs its handshake in `era`, within the deadline. A line longer
-/// than `line_limit` fails the stream.
+/// than `line_limit` fails the stream. `trace`: the trace context of the call the process
+/// is started for (empty for a warm one), put in the `_meta` of every request it is sent.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "what a process is opened with; each is used once, here"
+)]
 pub(crate) async fn open(
     shared: &Shared,
     endpoint: &StdioEndpoint,
@@ -118,11 +123,12 @@ pub(crate) async fn open(
     era: Era,
     line_limit: usize,
     non_call_budget: usize,
+    trace: &JsonObject,
 ) -> Result<Session, Opening> {
     let described = Endpoint::Stdio(endpoint.clone());
     let mut process = Process::spawn(endpoint, &shared.children, &shared.tasks)
         .map_err(|error| Opening::Failed(spawn_error(&error, &described)))?;
-    let registry = Arc::new(Registry::default());
+    let registry = Arc::new(Registry::for_call(trace.clone()));
     let failure = FailureSlot::default();
     let limit = LineLimit::new(line_limit.into());
     let (stdout, stdin) = process.pipes();
@@ -143,7 +149,7 @@ pub(crate) async fn open(
         },
     };
     let opened = tokio::select! {
-        opened = serve_client_with_lifecycle(shared.handler.clone(), transport, lifecycle) => opened.map_err(Some),
+        opened = detached(serve_client_with_lifecycle(shared.handler.clone(), transport, lifecycle)) => opened.map_err(Some),
         () = tokio::time::sleep_until(deadline) => Err(None),
         () = cancel.cancelled() => Err(None),
     };
@@ -169,7 +175,11 @@ pub(crate) async fn open(
                 Some(_) => process.stopped_detail(&described).await,
                 None => String::new(),
             };
-            shared.spawn_background(process.close(shared.stdio_grace).in_current_span());
+            shared.spawn_background(
+                process
+                    .close(shared.stdio_grace)
+                    .instrument(background_span()),
+            );
             if modern_only {
                 return Err(Opening::ModernOnly);
             }

@@ -92,6 +92,8 @@ pub(crate) async fn drive_call(
     params.arguments = Some(request.arguments.clone());
     let mut meta = RequestMetaObject::new();
     meta.0.0.extend(request.meta.clone());
+    // SEP-414: the caller's trace context beside its own entries (which win).
+    crate::telemetry::add_trace(&mut meta.0.0, &request.trace);
     meta.0
         .0
         .insert(CALL_MARKER.to_owned(), Value::from(call_key));
@@ -119,6 +121,7 @@ pub(crate) async fn drive_call(
         };
         // Until it is answered, the request may be running on the server.
         state.set_request(Some(handle.id.clone()));
+        request.report.set_request_id(handle.id.to_string());
         state.count_round();
         let answer = tokio::select! {
             biased;
@@ -127,6 +130,9 @@ pub(crate) async fn drive_call(
             () = tokio::time::sleep_until(request.deadline) => return Err(Stop::Timeout),
             () = request.cancel.cancelled() => return Err(Stop::Cancelled),
         };
+        if let Ok(Err(ServiceError::McpError(error))) = &answer {
+            request.report.set_rpc_code(error.code.0);
+        }
         if matches!(answer, Ok(Ok(_) | Err(ServiceError::McpError(_)))) {
             // The server answered: nothing of this request is left running to cancel.
             state.set_request(None);

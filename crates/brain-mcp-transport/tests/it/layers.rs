@@ -9,6 +9,7 @@ const ORDER: &[&str] = &[
     "secret",
     "dpop",
     "endpoint",
+    "telemetry",
     "grant",
     "progress",
     "api",

@@ -3,28 +3,14 @@
 use std::{sync::Arc, time::Duration};
 
 use async_trait::async_trait;
-use brain_mcp_testkit::{Era, HttpFault};
+use brain_mcp_testkit::Era;
 use brain_tools::{CallScope, HttpToolCall, HttpToolExecutor, HttpToolOutput};
 use brain_tools_config::HostConfig;
 use brain_tools_events::{ContentBlock, Delivery, ErrorKind, ResultEvent, ToolError};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::support::{GRACE, bindings, call, call_as, host, server};
-
-fn binding(url: &str, tool: &str, extra: Value) -> Value {
-    let mut binding = json!({
-        "input_schema": {"type": "object"},
-        "url": url,
-        "mcp_tool": tool,
-        "tenants": ["local"],
-        "timeout_seconds": 10
-    });
-    for (key, value) in extra.as_object().unwrap() {
-        binding[key] = value.clone();
-    }
-    binding
-}
+use crate::support::{GRACE, binding, bindings, call, call_as, failing_bindings, host, server};
 
 fn error(result: &ResultEvent) -> &ToolError {
     assert!(result.is_error);
@@ -34,69 +20,12 @@ fn error(result: &ResultEvent) -> &ToolError {
 #[tokio::test]
 async fn every_kind_with_its_delivery_and_a_message_that_names_the_tool() {
     let server = server(Era::Legacy).await;
-    let url = server.url();
     let refused = brain_mcp_testkit::RefusedPort::new().unwrap();
     let closed = refused.url();
-    let structured_schema = json!({
-        "type": "object",
-        "required": ["city", "temperature"],
-        "properties": {"city": {"type": "string"}, "temperature": {"type": "number"}}
-    });
-    let config = bindings(
-        &json!({"url": url}),
-        &[
-            (
-                "admin_only",
-                binding(&url, "echo", json!({"tenants": ["ops"]})),
-            ),
-            (
-                "needs_token",
-                binding(&url, "echo", json!({"token_env": "UNSET_TOKEN"})),
-            ),
-            ("unreachable", binding(&closed, "echo", json!({}))),
-            (
-                "unauthorized",
-                binding(&server.fault_url(HttpFault::Status401), "echo", json!({})),
-            ),
-            (
-                "garbled",
-                binding(
-                    &server.fault_url(HttpFault::MalformedJson),
-                    "echo",
-                    json!({}),
-                ),
-            ),
-            (
-                "slow",
-                binding(&url, "sleep", json!({"timeout_seconds": 1})),
-            ),
-            (
-                "small",
-                binding(&url, "big", json!({"max_output_bytes": 100_000})),
-            ),
-            (
-                "checked",
-                binding(
-                    &url,
-                    "structured",
-                    json!({"output_schema": structured_schema}),
-                ),
-            ),
-            (
-                "miscast",
-                binding(
-                    &url,
-                    "bad_structured",
-                    json!({"output_schema": structured_schema}),
-                ),
-            ),
-            (
-                "http_tool",
-                json!({"input_schema": {"type": "object"}, "url": "https://api.example.com/x", "tenants": ["local"]}),
-            ),
-        ],
+    let host = host(
+        &failing_bindings(&server, &closed),
+        brain_tools::EraPreference::Legacy,
     );
-    let host = host(&config, brain_tools::EraPreference::Legacy);
     let cases: Vec<(&str, Value, ErrorKind, Delivery)> = vec![
         ("nope", json!({}), ErrorKind::UnknownTool, Delivery::NotSent),
         (

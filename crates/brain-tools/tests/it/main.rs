@@ -4,4 +4,6 @@ mod auth;
 mod calls;
 mod concurrency;
 mod errors;
+#[cfg(feature = "otel")]
+mod otel;
 mod support;

@@ -2,7 +2,7 @@
 
 use std::{sync::Mutex, time::Duration};
 
-use brain_mcp_testkit::{Era, ServerOptions, TestServer};
+use brain_mcp_testkit::{Era, HttpFault, ServerOptions, TestServer};
 use brain_tools::{CallScope, ClientOptions, EraPreference, McpClient, ToolHost};
 use brain_tools_config::HostConfig;
 use brain_tools_events::{ResultEvent, ToolEvent};
@@ -68,6 +68,86 @@ pub(crate) fn bindings(server: &Value, extra: &[(&str, Value)]) -> Value {
         tools.push(binding);
     }
     json!({ "tools": tools })
+}
+
+/// One binding of `tool` on the server at `url`, with `extra` fields.
+pub(crate) fn binding(url: &str, tool: &str, extra: Value) -> Value {
+    let mut binding = json!({
+        "input_schema": {"type": "object"},
+        "url": url,
+        "mcp_tool": tool,
+        "tenants": ["local"],
+        "timeout_seconds": 10
+    });
+    for (key, value) in extra.as_object().unwrap() {
+        binding[key] = value.clone();
+    }
+    binding
+}
+
+/// The testkit's tools and a binding for each way a call can fail: a tool of another
+/// tenant, a token that is not set, a server that refuses connections (at `refused`),
+/// 401, malformed JSON, a tool the server does not have, a short timeout, a small byte
+/// budget, output schemas met and not met, and an HTTP tool.
+pub(crate) fn failing_bindings(server: &TestServer, refused: &str) -> Value {
+    let url = server.url();
+    let structured_schema = json!({
+        "type": "object",
+        "required": ["city", "temperature"],
+        "properties": {"city": {"type": "string"}, "temperature": {"type": "number"}}
+    });
+    let fault = |fault| server.fault_url(fault);
+    bindings(
+        &json!({"url": url}),
+        &[
+            (
+                "admin_only",
+                binding(&url, "echo", json!({"tenants": ["ops"]})),
+            ),
+            (
+                "needs_token",
+                binding(&url, "echo", json!({"token_env": "UNSET_TOKEN"})),
+            ),
+            ("unreachable", binding(refused, "echo", json!({}))),
+            (
+                "unauthorized",
+                binding(&fault(HttpFault::Status401), "echo", json!({})),
+            ),
+            (
+                "garbled",
+                binding(&fault(HttpFault::MalformedJson), "echo", json!({})),
+            ),
+            ("missing", binding(&url, "no_such_tool", json!({}))),
+            (
+                "slow",
+                binding(&url, "sleep", json!({"timeout_seconds": 1})),
+            ),
+            (
+                "small",
+                binding(&url, "big", json!({"max_output_bytes": 100_000})),
+            ),
+            (
+                "checked",
+                binding(
+                    &url,
+                    "structured",
+                    json!({"output_schema": structured_schema}),
+                ),
+            ),
+            (
+                "miscast",
+                binding(
+                    &url,
+                    "bad_structured",
+                    json!({"output_schema": structured_schema}),
+                ),
+            ),
+            (
+                "http_tool",
+                json!({"input_schema": {"type": "object"}, "url": "https://api.example.com/x", "tenants": ["local"]}),
+            ),
+        ],
+    )
 }
 
 pub(crate) fn host(config: &Value, era: EraPreference) -> ToolHost {

@@ -70,12 +70,17 @@ where
         .with_filter(chosen.and(cap()))
 }
 
-/// Installs the subscriber: stderr, colour only at a terminal.
-pub(crate) fn init(verbose: u8) {
+/// A layer beside the log lines (OpenTelemetry's, with the feature `otel`).
+pub(crate) type BoxedLayer = Box<dyn Layer<tracing_subscriber::Registry> + Send + Sync + 'static>;
+
+/// Installs the subscriber: stderr, colour only at a terminal; and `extra` beside it,
+/// with its own filter.
+pub(crate) fn init(verbose: u8, extra: Option<BoxedLayer>) {
     let chosen =
         EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(level(verbose)));
     let color = color_allowed(std::io::stderr().is_terminal());
     let _ = tracing_subscriber::registry()
+        .with(extra)
         .with(layer(chosen, std::io::stderr, color))
         .try_init();
 }

@@ -5,7 +5,8 @@
 //! - `exit`: how a command ends, and the exit status that means;
 //! - `output`: stdout, the one escaping rule, and what a person reads and sees (a call's
 //!   result as text or JSON lines, the spinner and the progress bar);
-//! - `logs`: the binary's logs on stderr;
+//! - `logs`: the binary's logs on stderr; `telemetry`: OpenTelemetry's export, as the
+//!   `OTEL_*` variables say (feature `otel`);
 //! - `config`: host configs, read within a bound, loaded as the host loads them;
 //! - `client`: the MCP client of a run, and what it is asked;
 //! - `store`: the credential store; `auth`: a person's side of OAuth; `shell`: the
@@ -26,3 +27,4 @@ pub(crate) mod output;
 pub(crate) mod shell;
 pub(crate) mod stdio;
 pub(crate) mod store;
+pub(crate) mod telemetry;

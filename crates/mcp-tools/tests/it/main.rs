@@ -10,6 +10,8 @@ mod layers;
 mod merge;
 mod models;
 mod oauth;
+#[cfg(feature = "otel")]
+mod otel;
 mod result_content;
 mod stdio_env;
 mod support;

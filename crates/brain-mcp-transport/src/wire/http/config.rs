@@ -106,6 +106,20 @@ pub(crate) fn tls_config() -> Result<rustls::ClientConfig, rustls::Error> {
     })
 }
 
+/// The client of OpenTelemetry exporters: TLS and redirects as ours, every request (its
+/// body read included) within `timeout`.
+#[cfg(feature = "otel")]
+pub(crate) fn export_client(timeout: Duration) -> Result<reqwest::Client, SetupError> {
+    let tls = tls_config_for(&Network::default())?;
+    reqwest::Client::builder()
+        .tls_backend_preconfigured(tls)
+        .redirect(reqwest::redirect::Policy::none())
+        .tcp_nodelay(true)
+        .timeout(timeout)
+        .build()
+        .map_err(|error| ("the export client could not be built", error.into()))
+}
+
 /// TLS with a network's extra roots and client certificate.
 fn tls_config_for(network: &Network) -> Result<rustls::ClientConfig, SetupError> {
     use rustls::pki_types::{CertificateDer, PrivateKeyDer, pem::PemObject};

@@ -52,6 +52,8 @@ use rmcp::{
 use sse_stream::Sse;
 use tokio_util::sync::CancellationToken;
 
+#[cfg(feature = "otel")]
+pub(crate) use config::export_client;
 #[cfg(feature = "postgres")]
 pub(crate) use config::tls_config;
 pub(crate) use config::{

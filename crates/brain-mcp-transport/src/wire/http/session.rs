@@ -139,6 +139,15 @@ impl SessionTracker {
         }
     }
 
+    /// The session id the server issued, if any.
+    pub(crate) fn session_id(&self) -> Option<String> {
+        self.id
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_deref()
+            .map(str::to_owned)
+    }
+
     pub(super) fn issued(&self, id: &str) {
         *self.id.lock().unwrap_or_else(PoisonError::into_inner) = Some(Arc::from(id));
     }
