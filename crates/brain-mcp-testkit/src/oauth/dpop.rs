@@ -16,7 +16,12 @@ use std::{
 };
 
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
-use ring::signature::{ECDSA_P256_SHA256_FIXED, UnparsedPublicKey};
+use ring::{
+    rand::SystemRandom,
+    signature::{
+        ECDSA_P256_SHA256_FIXED, ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, UnparsedPublicKey,
+    },
+};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -192,6 +197,15 @@ impl DpopState {
         lock(&self.proofs).push(seen);
         result
     }
+}
+
+/// A new ES256 key pair as a credential store keeps a grant's DPoP key (PKCS#8,
+/// base64url): for a grant that a test or the benchmark stores itself.
+pub fn stored_key() -> String {
+    let document =
+        EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &SystemRandom::new())
+            .expect("the system's random source works");
+    URL_SAFE_NO_PAD.encode(document.as_ref())
 }
 
 /// A proof's claims and its key's thumbprint, when its form and signature are good.
