@@ -127,7 +127,11 @@ impl ResourceAnswers {
     /// The token a request presents, when the server takes it: a Bearer token, or with
     /// DPoP on, a `DPoP` one with a good proof for its key (a token bound to a key is
     /// refused with the Bearer scheme). Else the refusal (`None`: no token).
-    fn token(&self, request: &Request, is_call: bool) -> Result<Option<String>, ResponseTemplate> {
+    fn token(
+        &self,
+        request: &Request,
+        is_call: bool,
+    ) -> Result<Option<String>, Box<ResponseTemplate>> {
         let dpop = &self.state.dpop;
         let authorization = header(request, "authorization").unwrap_or_default();
         if let Some(token) = authorization.strip_prefix("DPoP ").filter(|_| dpop.is_on()) {
@@ -144,8 +148,8 @@ impl ResourceAnswers {
                 Ok(jkt) if dpop.bound_to(token).is_none_or(|bound| bound == jkt) => {
                     Ok(Some(token.to_owned()))
                 }
-                Ok(_) => Err(self.dpop_refusal("invalid_token", None)),
-                Err(refusal) => Err(self.dpop_refusal(refusal.error, refusal.nonce)),
+                Ok(_) => Err(Box::new(self.dpop_refusal("invalid_token", None))),
+                Err(refusal) => Err(Box::new(self.dpop_refusal(refusal.error, refusal.nonce))),
             };
         }
         let token = bearer(request);
@@ -153,7 +157,7 @@ impl ResourceAnswers {
             .as_deref()
             .is_some_and(|token| dpop.bound_to(token).is_some())
         {
-            return Err(self.challenge());
+            return Err(Box::new(self.challenge()));
         }
         Ok(token)
     }
@@ -192,7 +196,7 @@ impl Respond for ResponseAnswersGet {
             Ok(Some(token)) if lock(&self.0.state.accepted).contains_key(&token) => {
                 ResponseTemplate::new(405)
             }
-            Err(refusal) => refusal,
+            Err(refusal) => *refusal,
             _ => self.0.challenge(),
         }
     }
@@ -211,7 +215,7 @@ impl Respond for ResourceAnswers {
             .to_owned();
         let token = match self.token(request, method == "tools/call") {
             Ok(token) => token,
-            Err(refusal) => return refusal,
+            Err(refusal) => return *refusal,
         };
         let arguments = body["params"]["arguments"].clone();
         lock(&self.state.seen).push((method.clone(), token.clone(), arguments));
