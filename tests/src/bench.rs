@@ -403,14 +403,15 @@ async fn seq(args: &[String]) -> anyhow::Result<Value> {
         // A tenant's delegated grant, kept in a file store or in PostgreSQL: the store is
         // read once, then every call carries the token cached in memory (the testkit
         // `--protected` accepts the static token as the grant's access token).
-        "modern-oauth-file" | "modern-oauth-postgres" => {
+        "modern-oauth-file" | "modern-oauth-postgres" | "modern-oauth-dpop-file" => {
             let url = url()?;
             let issuer = url.strip_suffix("/mcp").unwrap_or(url);
             let token = std::env::var("TESTKIT_STATIC_TOKEN")
                 .context("TESTKIT_STATIC_TOKEN holds the token the server accepts")?;
             let folder = tempfile::tempdir()?;
             let database;
-            let store: Arc<dyn brain_tools::CredentialStore> = if client.ends_with("file") {
+            let in_file = client.ends_with("file");
+            let store: Arc<dyn brain_tools::CredentialStore> = if in_file {
                 Arc::new(brain_tools::FileCredentialStore::new(folder.path()))
             } else {
                 database = brain_mcp_testkit::Postgres::start_new().map_err(anyhow::Error::msg)?;
@@ -430,15 +431,23 @@ async fn seq(args: &[String]) -> anyhow::Result<Value> {
                 std::time::SystemTime::now(),
                 Some(Duration::from_secs(86_400)),
             );
+            // Bound to a DPoP key: every request signs a fresh proof (the server accepts
+            // the token under the DPoP scheme with a proof).
+            let dpop = client.contains("dpop");
+            if dpop {
+                grant.dpop_key = Some(brain_tools::Secret::new(
+                    brain_mcp_testkit::oauth::dpop::stored_key(),
+                ));
+            }
             let key = brain_tools::GrantKey::new("bench", url, issuer);
             let _ = store.save(&key, &grant, brain_tools::Expected::Any).await?;
-            let extra = json!({"auth": {"type": "oauth", "issuer": issuer}});
+            let extra = json!({"auth": {"type": "oauth", "issuer": issuer, "dpop": dpop}});
             let options = options(EraPreference::Modern, true)?.credential_store(store);
             let host = host_with(url, 1 << 20, options, &extra)?;
-            let kind = if client.ends_with("file") {
-                "file store"
-            } else {
-                "PostgreSQL store"
+            let kind = match (in_file, dpop) {
+                (true, true) => "file store, DPoP-bound (a proof per request)",
+                (true, false) => "file store",
+                (false, _) => "PostgreSQL store",
             };
             ours(
                 host,

@@ -6,7 +6,8 @@
 //!   ID and secret or private key; `enterprise` from its identity provider fields;
 //!   `oauth` with the context's pre-registered client (its issuer pinned) for
 //!   `auth/pre-registration`, else with a client ID metadata document URL (used when the
-//!   authorization server supports them; dynamic registration otherwise);
+//!   authorization server supports them; dynamic registration otherwise), asking for
+//!   DPoP-bound tokens (`"dpop": true`) in `auth/dpop` and `auth/dpop-nonce`;
 //! - the secrets the object names, handed to `ToolHost` through its token source (never
 //!   written in the config);
 //! - the host's [`Authorizer`]: instead of a browser, a GET of the authorization URL that
@@ -133,6 +134,13 @@ pub(crate) fn for_scenario(
                 "issuer": field("issuer")?,
             })
         }
+        // DPoP (SEP-1932): the authorization code flow as below, the binding asking for
+        // DPoP-bound tokens (the authorization server offers ES256).
+        "auth/dpop" | "auth/dpop-nonce" => json!({
+            "type": "oauth",
+            "client_id_metadata_url": CLIENT_METADATA_URL,
+            "dpop": true,
+        }),
         // Every other scenario is the authorization code flow with a client that has no
         // registration of its own: its metadata document where the authorization server
         // supports them, else dynamic registration.

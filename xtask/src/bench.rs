@@ -25,7 +25,9 @@
 //! 10. Authorization: sequential calls in each era with a static token and with OAuth
 //!     client credentials (the token fetched once, then cached), against the testkit run
 //!     `--protected` (every request's bearer checked; it is its own authorization server),
-//!     in the `authorization` array.
+//!     and a tenant's delegated grant in a file store, in PostgreSQL, and in a file store
+//!     bound to a DPoP key (a fresh ES256 proof on every request), in the `authorization`
+//!     array.
 //!
 //! Prints a markdown report, writes `target/bench/bench.json` and a bar chart of the p50s
 //! (`target/bench/p50.svg`).
@@ -453,7 +455,7 @@ const BENCH_SECRETS: [(&str, &str); 2] = [
 ];
 
 /// The authorization rows: (id, `brain-bench seq --client`).
-const AUTH_ROWS: [(&str, &str); 6] = [
+const AUTH_ROWS: [(&str, &str); 7] = [
     ("ours-modern-static-token", "modern-static-token"),
     (
         "ours-modern-client-credentials",
@@ -466,6 +468,10 @@ const AUTH_ROWS: [(&str, &str); 6] = [
     ),
     ("ours-modern-oauth-file-store", "modern-oauth-file"),
     ("ours-modern-oauth-postgres-store", "modern-oauth-postgres"),
+    (
+        "ours-modern-oauth-dpop-file-store",
+        "modern-oauth-dpop-file",
+    ),
 ];
 
 /// The `TCP_QUICKACK` prototype's rows (`brain-bench seq --client ID`).
@@ -871,12 +877,14 @@ fn markdown(report: &Value) -> String {
     );
     let _ = writeln!(
         md,
-        "- OAuth client credentials (token cached) p50 ÷ static token p50, protected server: 2026-07-28 {:.2}x, legacy {:.2}x\n- A delegated grant (token cached) in a PostgreSQL store ÷ in a file store, p50: {:.2}x",
+        "- OAuth client credentials (token cached) p50 ÷ static token p50, protected server: 2026-07-28 {:.2}x, legacy {:.2}x\n- A delegated grant (token cached) in a PostgreSQL store ÷ in a file store, p50: {:.2}x\n- A DPoP-bound delegated grant (a fresh ES256 proof per request) ÷ the same grant as a Bearer token, file store, p50: {:.2}x",
         p50(&authorization, "ours-modern-client-credentials")
             / p50(&authorization, "ours-modern-static-token"),
         p50(&authorization, "ours-legacy-client-credentials")
             / p50(&authorization, "ours-legacy-static-token"),
         p50(&authorization, "ours-modern-oauth-postgres-store")
+            / p50(&authorization, "ours-modern-oauth-file-store"),
+        p50(&authorization, "ours-modern-oauth-dpop-file-store")
             / p50(&authorization, "ours-modern-oauth-file-store"),
     );
 

@@ -39,13 +39,24 @@ impl Bearers {
         }
     }
 
-    /// Whether the request's `Authorization` header carries a token this server accepts.
+    /// Whether the request's `Authorization` header carries a token this server accepts:
+    /// as a Bearer token, or as a DPoP-bound one (RFC 9449) with a `DPoP` proof, whose
+    /// form only is looked at (checking it is a server's cost, not the client's).
     pub(crate) fn accepts(&self, headers: &HeaderMap) -> bool {
-        let Some(token) = headers
+        let authorization = headers
             .get(header::AUTHORIZATION)
             .and_then(|value| value.to_str().ok())
-            .and_then(|value| value.strip_prefix("Bearer "))
-        else {
+            .unwrap_or_default();
+        let proved = || {
+            headers
+                .get("dpop")
+                .and_then(|value| value.to_str().ok())
+                .is_some_and(|proof| proof.split('.').count() == 3)
+        };
+        let token = authorization
+            .strip_prefix("Bearer ")
+            .or_else(|| authorization.strip_prefix("DPoP ").filter(|_| proved()));
+        let Some(token) = token else {
             return false;
         };
         self.options.static_token.as_deref() == Some(token)

@@ -3,7 +3,10 @@
 //! MCP resource server that checks bearers (401 with a challenge, 403 `insufficient_scope`),
 //! recording what each request carried, and an identity provider for enterprise-managed
 //! authorization. [`get`] does what a browser would with an authorization URL. Built on
-//! wiremock; shared by the transport's and `mcp-tools`' authorization tests.
+//! wiremock; shared by the transport's and `mcp-tools`' authorization tests. Both servers
+//! speak DPoP (RFC 9449) when a test turns it on ([`dpop::DpopState`]).
+
+pub mod dpop;
 
 use std::{
     collections::HashMap,
@@ -24,6 +27,8 @@ use wiremock::{
     Mock, MockServer, Request, Respond, ResponseTemplate,
     matchers::{method, path},
 };
+
+use self::dpop::{At, DpopState};
 
 /// Locks a mutex, a poisoned one included (a failed test must not hide the next one's cause).
 pub fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -63,6 +68,8 @@ pub struct ResourceState {
     /// Set: everything but `tools/call` is answered without a token (`server/discover`,
     /// `initialize` and listings are open; only calls are protected).
     pub open_handshake: std::sync::atomic::AtomicBool,
+    /// DPoP, shared with the authorization server (off by default).
+    pub dpop: Arc<DpopState>,
 }
 
 impl ResourceState {
@@ -109,7 +116,66 @@ fn bearer(request: &Request) -> Option<String> {
         .map(str::to_owned)
 }
 
+fn header<'r>(request: &'r Request, name: &str) -> Option<&'r str> {
+    request
+        .headers
+        .get(name)
+        .and_then(|value| value.to_str().ok())
+}
+
 impl ResourceAnswers {
+    /// The token a request presents, when the server takes it: a Bearer token, or with
+    /// DPoP on, a `DPoP` one with a good proof for its key (a token bound to a key is
+    /// refused with the Bearer scheme). Else the refusal (`None`: no token).
+    fn token(
+        &self,
+        request: &Request,
+        is_call: bool,
+    ) -> Result<Option<String>, Box<ResponseTemplate>> {
+        let dpop = &self.state.dpop;
+        let authorization = header(request, "authorization").unwrap_or_default();
+        if let Some(token) = authorization.strip_prefix("DPoP ").filter(|_| dpop.is_on()) {
+            let htu = format!("{}/mcp", self.base);
+            let checked = dpop.check(
+                At::Resource,
+                header(request, "dpop"),
+                request.method.as_str(),
+                &htu,
+                Some(token),
+                is_call,
+            );
+            return match checked {
+                Ok(jkt) if dpop.bound_to(token).is_none_or(|bound| bound == jkt) => {
+                    Ok(Some(token.to_owned()))
+                }
+                Ok(_) => Err(Box::new(self.dpop_refusal("invalid_token", None))),
+                Err(refusal) => Err(Box::new(self.dpop_refusal(refusal.error, refusal.nonce))),
+            };
+        }
+        let token = bearer(request);
+        if token
+            .as_deref()
+            .is_some_and(|token| dpop.bound_to(token).is_some())
+        {
+            return Err(Box::new(self.challenge()));
+        }
+        Ok(token)
+    }
+
+    fn dpop_refusal(&self, error: &str, nonce: Option<String>) -> ResponseTemplate {
+        let header = format!(
+            "DPoP error=\"{error}\", resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\"",
+            self.base
+        );
+        let mut answer = ResponseTemplate::new(401)
+            .insert_header("www-authenticate", header.as_str())
+            .set_body_json(json!({"error": error}));
+        if let Some(nonce) = nonce {
+            answer = answer.insert_header("dpop-nonce", nonce.as_str());
+        }
+        answer
+    }
+
     fn challenge(&self) -> ResponseTemplate {
         let mut header = format!(
             "Bearer error=\"invalid_token\", resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\"",
@@ -126,10 +192,11 @@ impl ResourceAnswers {
 
 impl Respond for ResponseAnswersGet {
     fn respond(&self, request: &Request) -> ResponseTemplate {
-        match bearer(request) {
-            Some(token) if lock(&self.0.state.accepted).contains_key(&token) => {
+        match self.0.token(request, false) {
+            Ok(Some(token)) if lock(&self.0.state.accepted).contains_key(&token) => {
                 ResponseTemplate::new(405)
             }
+            Err(refusal) => *refusal,
             _ => self.0.challenge(),
         }
     }
@@ -146,7 +213,10 @@ impl Respond for ResourceAnswers {
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_owned();
-        let token = bearer(request);
+        let token = match self.token(request, method == "tools/call") {
+            Ok(token) => token,
+            Err(refusal) => return *refusal,
+        };
         let arguments = body["params"]["arguments"].clone();
         lock(&self.state.seen).push((method.clone(), token.clone(), arguments));
         let scopes = token
@@ -440,8 +510,28 @@ impl AsState {
         per
     }
 
-    /// A refresh with `token`: rotated or not, reuse detected or not.
-    fn refresh(&self, token: &str) -> ResponseTemplate {
+    /// A token answer bound to the key `jkt` (a proved request: `token_type` DPoP, its
+    /// tokens bound), or as it is.
+    fn bound(&self, mut body: Value, jkt: Option<&str>) -> Value {
+        if let Some(jkt) = jkt {
+            body["token_type"] = json!("DPoP");
+            for field in ["access_token", "refresh_token"] {
+                if let Some(token) = body[field].as_str() {
+                    self.resource.dpop.bind(token, jkt);
+                }
+            }
+        }
+        body
+    }
+
+    /// A refresh with `token`: rotated or not, reuse detected or not; proved with the key
+    /// `jkt`, which must be the one a bound refresh token is bound to.
+    fn refresh(&self, token: &str, jkt: Option<&str>) -> ResponseTemplate {
+        if let Some(bound) = self.resource.dpop.bound_to(token)
+            && jkt != Some(bound.as_str())
+        {
+            return oauth_error(400, "invalid_dpop_proof");
+        }
         let rotation =
             self.rotation.load(Ordering::SeqCst) && self.new_refresh_tokens.load(Ordering::SeqCst);
         let used = lock(&self.used_refresh_tokens).get(token).copied();
@@ -470,7 +560,8 @@ impl AsState {
         }
         lock(&self.refresh_log).push((grant, std::time::Instant::now()));
         let renewed = self.new_refresh_tokens.load(Ordering::SeqCst);
-        ResponseTemplate::new(200).set_body_json(self.issue_for(&scopes, renewed, grant))
+        ResponseTemplate::new(200)
+            .set_body_json(self.bound(self.issue_for(&scopes, renewed, grant), jkt))
     }
 }
 
@@ -503,6 +594,26 @@ impl Respond for Token {
                 .set_body_string(body)
                 .set_delay(delay);
         }
+        // DPoP: a proof is checked (and a nonce asked for) before anything is used up; a
+        // request without one gets a Bearer token.
+        let dpop = &state.resource.dpop;
+        let jkt = match header(request, "dpop").filter(|_| dpop.is_on()) {
+            Some(proof) => {
+                let htu = format!("{}/token", state.issuer);
+                match dpop.check(At::Token, Some(proof), "POST", &htu, None, false) {
+                    Ok(jkt) => Some(jkt),
+                    Err(refusal) => {
+                        let mut answer = oauth_error(400, refusal.error);
+                        if let Some(nonce) = refusal.nonce {
+                            answer = answer.insert_header("dpop-nonce", nonce.as_str());
+                        }
+                        return answer;
+                    }
+                }
+            }
+            None => None,
+        };
+        let jkt = jkt.as_deref();
         let withheld = lock(&state.withheld).clone();
         let scopes: Vec<String> = form
             .get("scope")
@@ -517,9 +628,8 @@ impl Respond for Token {
             .filter(|scope| !withheld.contains(scope))
             .collect();
         let answer = match form.get("grant_type").map(String::as_str) {
-            Some("client_credentials") => {
-                ResponseTemplate::new(200).set_body_json(state.issue(&scopes, false))
-            }
+            Some("client_credentials") => ResponseTemplate::new(200)
+                .set_body_json(state.bound(state.issue(&scopes, false), jkt)),
             Some("authorization_code") => {
                 let code = form.get("code").cloned().unwrap_or_default();
                 let Some((challenge, scopes)) = lock(&state.codes).remove(&code) else {
@@ -530,7 +640,8 @@ impl Respond for Token {
                 if computed != challenge {
                     return oauth_error(400, "invalid_grant");
                 }
-                ResponseTemplate::new(200).set_body_json(state.issue(&scopes, true))
+                ResponseTemplate::new(200)
+                    .set_body_json(state.bound(state.issue(&scopes, true), jkt))
             }
             Some("refresh_token") => {
                 let token = form.get("refresh_token").cloned().unwrap_or_default();
@@ -545,7 +656,7 @@ impl Respond for Token {
                 match *lock(&state.refresh_answer) {
                     RefreshAnswer::Fail => oauth_error(500, "server_error"),
                     RefreshAnswer::Revoked => oauth_error(400, "invalid_grant"),
-                    RefreshAnswer::Grant => state.refresh(&token),
+                    RefreshAnswer::Grant => state.refresh(&token, jkt),
                 }
             }
             // An assertion that says it is invalid is refused, as an expired or forged
@@ -642,6 +753,9 @@ impl Respond for AsMetadata {
             "token_endpoint_auth_signing_alg_values_supported": ["ES256", "RS256"],
             "authorization_response_iss_parameter_supported": true,
         });
+        if self.0.resource.dpop.is_on() {
+            metadata["dpop_signing_alg_values_supported"] = json!(["ES256"]);
+        }
         if let Some(fields) = metadata.as_object_mut() {
             for (field, value) in lock(&self.0.metadata_patch).iter() {
                 if value.is_null() {

@@ -2,7 +2,10 @@
 
 use std::{fmt, path::PathBuf};
 
-use crate::secret::{Redactor, Secret, one_line};
+use crate::{
+    dpop::Dpop,
+    secret::{Redactor, Secret, one_line},
+};
 
 /// Values shorter than this (environment values, arguments, query values) are not taken
 /// for secrets: hiding a `1` or a `true` would garble every message, and a credential is
@@ -27,6 +30,7 @@ impl Endpoint {
             url: url.into(),
             bearer,
             hidden: Vec::new(),
+            dpop: None,
         })
     }
 
@@ -89,6 +93,9 @@ impl Endpoint {
                     .chain(values)
                     .chain(http.bearer.iter().map(Secret::expose))
                     .chain(http.hidden.iter().map(Secret::expose))
+                    // An echoed DPoP proof: its header part, the same in every proof of
+                    // the key, never comes back whole.
+                    .chain(http.dpop.iter().map(|dpop| dpop.key().proof_prefix()))
                     .filter(long)
                     .collect()
             }
@@ -210,11 +217,15 @@ pub(crate) fn redacted_url(url: &str) -> String {
 pub struct HttpEndpoint {
     /// The MCP endpoint URL; requests go to exactly this URL.
     pub url: String,
-    /// Sent as `Authorization: Bearer` on every request to the server (POST, GET, DELETE).
+    /// Sent as `Authorization: Bearer` on every request to the server (POST, GET, DELETE)
+    /// (as `Authorization: DPoP`, with a proof, for a DPoP-bound OAuth token).
     pub bearer: Option<Secret>,
     /// Secrets that are never sent to the server but must never come back from it
     /// either (an OAuth grant's refresh token and client secret): hidden like the bearer.
     pub(crate) hidden: Vec<Secret>,
+    /// The bearer is DPoP-bound to this key: it is sent with the `DPoP` scheme and a fresh
+    /// proof on every request.
+    pub(crate) dpop: Option<Dpop>,
 }
 
 /// A stdio MCP server.
@@ -280,6 +291,7 @@ impl fmt::Debug for HttpEndpoint {
         f.debug_struct("HttpEndpoint")
             .field("url", &redacted_url(&self.url))
             .field("bearer", &self.bearer)
+            .field("dpop", &self.dpop.is_some())
             .finish()
     }
 }

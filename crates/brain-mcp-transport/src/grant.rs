@@ -73,6 +73,7 @@ impl GrantExt for Grant {
                 },
                 "scopes": grant.scopes,
                 "issuer": grant.issuer,
+                "dpop": grant.dpop,
             }),
             Grant::OAuth(grant) => json!({
                 "type": "authorization_code",
@@ -81,6 +82,7 @@ impl GrantExt for Grant {
                 "redirect_uri": grant.redirect_uri,
                 "scopes": grant.scopes,
                 "issuer": grant.issuer,
+                "dpop": grant.dpop,
             }),
             Grant::Enterprise(grant) => json!({
                 "type": "enterprise",

@@ -44,13 +44,14 @@
 //! ```
 
 // Modules depend one way, lowest first (checked by the `layers` test):
-// secret, endpoint, telemetry, grant, progress, api, error, call_state, wire, auth,
+// secret, dpop, endpoint, telemetry, grant, progress, api, error, call_state, wire, auth,
 // protocol, context, client.
 mod api;
 mod auth;
 mod call_state;
 mod client;
 mod context;
+mod dpop;
 mod endpoint;
 mod error;
 mod grant;

@@ -85,6 +85,16 @@ impl<S> McpAuth<S> {
         }
     }
 
+    /// Whether the binding asks for DPoP-bound tokens (RFC 9449): used when the
+    /// authorization server advertises an algorithm this client signs with (ES256).
+    pub fn dpop(&self) -> bool {
+        match self {
+            McpAuth::ClientCredentials(auth) => auth.dpop,
+            McpAuth::OAuth(auth) => auth.dpop,
+            McpAuth::Enterprise(_) | McpAuth::WorkloadIdentity(_) => false,
+        }
+    }
+
     /// Every secret, in a fixed order.
     pub fn secrets(&self) -> Vec<&S> {
         match self {
@@ -129,6 +139,7 @@ impl<S> McpAuth<S> {
                 },
                 scopes: auth.scopes.clone(),
                 issuer: auth.issuer.clone(),
+                dpop: auth.dpop,
             }),
             McpAuth::OAuth(auth) => McpAuth::OAuth(OAuth {
                 client_id: auth.client_id.clone(),
@@ -137,6 +148,7 @@ impl<S> McpAuth<S> {
                 redirect_uri: auth.redirect_uri.clone(),
                 scopes: auth.scopes.clone(),
                 issuer: auth.issuer.clone(),
+                dpop: auth.dpop,
             }),
             McpAuth::Enterprise(auth) => McpAuth::Enterprise(Enterprise {
                 client_id: auth.client_id.clone(),
@@ -201,6 +213,8 @@ pub struct ClientCredentials<S> {
     pub scopes: Vec<String>,
     /// The issuer the server's authorization server must have.
     pub issuer: Option<String>,
+    /// Ask for DPoP-bound tokens (RFC 9449) when the authorization server offers them.
+    pub dpop: bool,
 }
 
 impl<S> ClientCredentials<S> {
@@ -211,6 +225,7 @@ impl<S> ClientCredentials<S> {
             authentication,
             scopes: Vec::new(),
             issuer: None,
+            dpop: false,
         }
     }
 
@@ -223,6 +238,12 @@ impl<S> ClientCredentials<S> {
     /// Pins the issuer of the server's authorization server.
     pub fn issuer(mut self, issuer: impl Into<String>) -> Self {
         self.issuer = Some(issuer.into());
+        self
+    }
+
+    /// Asks for DPoP-bound tokens (RFC 9449) when the authorization server offers them.
+    pub fn dpop(mut self, dpop: bool) -> Self {
+        self.dpop = dpop;
         self
     }
 }
@@ -417,6 +438,9 @@ pub struct OAuth<S> {
     pub scopes: Vec<String>,
     /// The issuer the server's authorization server must have.
     pub issuer: Option<String>,
+    /// Ask for DPoP-bound tokens (RFC 9449) when the authorization server offers them:
+    /// each grant then gets a key pair of its own, stored with it.
+    pub dpop: bool,
 }
 
 impl<S> Default for OAuth<S> {
@@ -428,6 +452,7 @@ impl<S> Default for OAuth<S> {
             redirect_uri: None,
             scopes: Vec::new(),
             issuer: None,
+            dpop: false,
         }
     }
 }
@@ -466,6 +491,12 @@ impl<S> OAuth<S> {
     /// Pins the issuer of the server's authorization server.
     pub fn issuer(mut self, issuer: impl Into<String>) -> Self {
         self.issuer = Some(issuer.into());
+        self
+    }
+
+    /// Asks for DPoP-bound tokens (RFC 9449) when the authorization server offers them.
+    pub fn dpop(mut self, dpop: bool) -> Self {
+        self.dpop = dpop;
         self
     }
 }
@@ -627,5 +658,29 @@ mod tests {
         });
         assert_eq!(failed.unwrap_err(), "A (its client secret) unset");
         assert_eq!(seen, ["A"]);
+    }
+
+    #[test]
+    fn dpop_is_asked_for_by_the_grants_that_offer_it_and_survives_mapping() {
+        let oauth: McpAuth<&str> = McpAuth::OAuth(OAuth::new().dpop(true));
+        let machine: McpAuth<&str> = McpAuth::ClientCredentials(
+            ClientCredentials::new(
+                "c",
+                ClientAuthentication::Secret {
+                    secret: "S",
+                    method: None,
+                },
+            )
+            .dpop(true),
+        );
+        for auth in [oauth, machine] {
+            assert!(auth.dpop(), "{auth:?}");
+            let mapped = auth.try_map(|s, _| Ok::<_, ()>(s.to_owned())).unwrap();
+            assert!(mapped.dpop(), "{mapped:?}");
+        }
+        let plain: McpAuth<&str> = McpAuth::OAuth(OAuth::new());
+        assert!(!plain.dpop());
+        let workload: McpAuth<&str> = McpAuth::WorkloadIdentity(WorkloadIdentity::new("W"));
+        assert!(!workload.dpop());
     }
 }

@@ -159,7 +159,8 @@ fn client_credentials<M: SerializeMap>(
         _ => {}
     }
     scopes(map, &auth.scopes)?;
-    entry_if(map, "issuer", auth.issuer.as_ref())
+    entry_if(map, "issuer", auth.issuer.as_ref())?;
+    entry_if(map, "dpop", auth.dpop.then_some(&true))
 }
 
 fn oauth<M: SerializeMap>(map: &mut M, auth: &OAuthAuth) -> Result<(), M::Error> {
@@ -172,7 +173,8 @@ fn oauth<M: SerializeMap>(map: &mut M, auth: &OAuthAuth) -> Result<(), M::Error>
     )?;
     scopes(map, &auth.scopes)?;
     entry_if(map, "redirect_uri", auth.redirect_uri.as_ref())?;
-    entry_if(map, "issuer", auth.issuer.as_ref())
+    entry_if(map, "issuer", auth.issuer.as_ref())?;
+    entry_if(map, "dpop", auth.dpop.then_some(&true))
 }
 
 fn enterprise<M: SerializeMap>(map: &mut M, auth: &EnterpriseAuth) -> Result<(), M::Error> {

@@ -2,8 +2,9 @@
 //! authorization manager) and no versions, so the adapter carries the key and, for a
 //! refresh, the grant as read under the lease: rmcp's refresh starts from it, and its
 //! save is a compare-and-swap against it. It converts rmcp's records (oauth2 types) to
-//! ours and back; rmcp's records have no client secret, so the adapter keeps a
-//! dynamically registered client's secret with the grant.
+//! ours and back; rmcp's records have no client secret or DPoP key, so the adapter keeps a
+//! dynamically registered client's secret, and the DPoP key a grant's tokens are bound
+//! to, with the grant.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -13,10 +14,11 @@ use rmcp::transport::auth::{
     VendorExtraTokenFields,
 };
 
-use super::store::{
-    CredentialStore, Expected, GrantKey, StoreError, StoredGrant, Swap, VersionedGrant,
+use super::{
+    answer::{TokenScheme, token_scheme},
+    store::{CredentialStore, Expected, GrantKey, StoreError, StoredGrant, Swap, VersionedGrant},
 };
-use crate::secret::Secret;
+use crate::{dpop::DpopKey, secret::Secret};
 
 /// What the adapter's last save did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,6 +64,9 @@ pub(super) struct KeyedStore {
     key: GrantKey,
     /// The secret of a dynamically registered client, kept with the grant.
     client_secret: Option<Secret>,
+    /// The DPoP key the grant's token requests prove: kept with a grant whose tokens are
+    /// bound to it.
+    dpop: Option<Arc<DpopKey>>,
     /// The grant a refresh starts from, read under the lease; `None` for a new grant
     /// (a login), whose save replaces whatever is stored.
     base: Option<VersionedGrant>,
@@ -74,6 +79,7 @@ impl KeyedStore {
         key: GrantKey,
         client_secret: Option<Secret>,
         base: Option<VersionedGrant>,
+        dpop: Option<Arc<DpopKey>>,
     ) -> (Self, Shared) {
         let outcome = Shared::default();
         (
@@ -81,6 +87,7 @@ impl KeyedStore {
                 store,
                 key,
                 client_secret,
+                dpop,
                 base,
                 outcome: Arc::clone(&outcome),
             },
@@ -96,9 +103,14 @@ fn store_error(error: impl std::fmt::Display) -> AuthError {
 /// rmcp's token response for a stored grant, its lifetime what is left of it.
 pub(super) fn token_response(grant: &StoredGrant) -> Option<OAuthTokenResponse> {
     let access = grant.access_token.as_ref()?;
+    let token_type = if grant.dpop_key.is_some() {
+        BasicTokenType::Extension("dpop".to_owned())
+    } else {
+        BasicTokenType::Bearer
+    };
     let mut response = OAuthTokenResponse::new(
         AccessToken::new(access.expose().to_owned()),
-        BasicTokenType::Bearer,
+        token_type,
         VendorExtraTokenFields::default(),
     );
     response.set_expires_in(grant.lifetime().as_ref());
@@ -127,10 +139,13 @@ pub(super) fn to_rmcp(grant: &StoredGrant, key: &GrantKey) -> StoredCredentials 
 
 /// Our record of rmcp's, received now: its lifetime made an absolute expiry (bounded).
 /// rmcp keeps the time of receipt in whole seconds; the store keeps it to the
-/// millisecond, so that a short-lived token is not taken for older than it is.
+/// millisecond, so that a short-lived token is not taken for older than it is. `dpop`:
+/// the key the token request proved, kept when the token is bound to it (a DPoP token;
+/// an authorization server that answered with a Bearer token bound nothing).
 pub(super) fn from_rmcp(
     credentials: &StoredCredentials,
     client_secret: Option<Secret>,
+    dpop: Option<&DpopKey>,
 ) -> StoredGrant {
     let token = credentials.token_response.as_ref();
     let mut grant = StoredGrant::new(credentials.client_id.clone());
@@ -144,6 +159,12 @@ pub(super) fn from_rmcp(
         token.and_then(|token| token.expires_in()),
     );
     grant.scopes = credentials.granted_scopes.clone();
+    let bound = token
+        .is_some_and(|token| token_scheme(token.token_type().as_ref()) == Some(TokenScheme::Dpop));
+    if let Some(key) = dpop.filter(|_| bound) {
+        grant.dpop_key = Some(key.stored().clone());
+        grant.dpop_thumbprint = Some(key.thumbprint().to_owned());
+    }
     grant
 }
 
@@ -161,7 +182,11 @@ impl RmcpStore for KeyedStore {
     /// whatever is stored). Never an error to rmcp once tokens were issued: a conflict
     /// or a failed write is recorded for the owner, who still has the tokens.
     async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
-        let grant = from_rmcp(&credentials, self.client_secret.clone());
+        let grant = from_rmcp(
+            &credentials,
+            self.client_secret.clone(),
+            self.dpop.as_deref(),
+        );
         let expected = self
             .base
             .as_ref()
@@ -264,14 +289,37 @@ mod tests {
         let grant = grant("rt-1");
         let rmcp = to_rmcp(&grant, &key);
         assert_eq!(rmcp.issuer.as_deref(), Some("https://as"));
-        let mut back = from_rmcp(&rmcp, None);
+        let mut back = from_rmcp(&rmcp, None, None);
         assert_eq!(seconds(back.clone()), seconds(grant));
         assert_eq!(back.lifetime(), Some(Duration::from_secs(3600)));
         back.client_secret = Some(Secret::new("dcr-secret"));
         assert_eq!(
-            seconds(from_rmcp(&to_rmcp(&back, &key), back.client_secret.clone())),
+            seconds(from_rmcp(
+                &to_rmcp(&back, &key),
+                back.client_secret.clone(),
+                None
+            )),
             seconds(back)
         );
+    }
+
+    #[test]
+    fn a_dpop_bound_grant_keeps_its_key_and_a_bearer_one_none() {
+        let key = GrantKey::new("acme", "https://mcp/x", "https://as");
+        let dpop = DpopKey::generate().unwrap();
+        let mut bound = grant("rt-1");
+        bound.dpop_key = Some(dpop.stored().clone());
+        bound.dpop_thumbprint = Some(dpop.thumbprint().to_owned());
+        // Through rmcp and back, the token type says DPoP and the key is kept.
+        let rmcp = to_rmcp(&bound, &key);
+        let back = from_rmcp(&rmcp, None, Some(&dpop));
+        assert_eq!(seconds(back), seconds(bound.clone()));
+        // The same request answered with a Bearer token: nothing is bound to the key.
+        let mut bearer = bound.clone();
+        bearer.dpop_key = None;
+        bearer.dpop_thumbprint = None;
+        let back = from_rmcp(&to_rmcp(&bearer, &key), None, Some(&dpop));
+        assert_eq!((back.dpop_key, back.dpop_thumbprint), (None, None));
     }
 
     async fn stored(
@@ -289,10 +337,14 @@ mod tests {
         let key = GrantKey::new("acme", "https://mcp/x", "https://as");
         let base = stored(&store, &key, &grant("rt-1")).await;
         let (adapter, outcome) =
-            KeyedStore::new(store.clone(), key.clone(), None, Some(base.clone()));
+            KeyedStore::new(store.clone(), key.clone(), None, Some(base.clone()), None);
         // rmcp starts from the grant read under the lease.
         assert_eq!(
-            seconds(from_rmcp(&adapter.load().await.unwrap().unwrap(), None)),
+            seconds(from_rmcp(
+                &adapter.load().await.unwrap().unwrap(),
+                None,
+                None
+            )),
             seconds(base.grant.clone())
         );
         // Someone else wrote meanwhile: the refresh's grant is not stored over theirs.
@@ -304,7 +356,8 @@ mod tests {
         ));
         assert_eq!(store.load(&key).await.unwrap().unwrap(), theirs);
         // Nobody wrote: stored.
-        let (adapter, outcome) = KeyedStore::new(store.clone(), key.clone(), None, Some(theirs));
+        let (adapter, outcome) =
+            KeyedStore::new(store.clone(), key.clone(), None, Some(theirs), None);
         adapter.save(to_rmcp(&grant("rt-3"), &key)).await.unwrap();
         let Some(Saved::Stored(saved)) = super::outcome(&outcome, |o| o.saved.clone()) else {
             panic!("stored")
@@ -325,13 +378,18 @@ mod tests {
         // Replaced meanwhile (another process refreshed): kept as it is.
         let replaced = stored(&store, &key, &grant("rt-2")).await;
         let (adapter, outcome) =
-            KeyedStore::new(store.clone(), key.clone(), None, Some(base.clone()));
+            KeyedStore::new(store.clone(), key.clone(), None, Some(base.clone()), None);
         adapter.on_refresh_token_rejected(&rejected).await.unwrap();
         assert_eq!(store.load(&key).await.unwrap().unwrap(), replaced);
         assert!(!super::outcome(&outcome, |o| o.revoked));
         // The refused one is still there: revoked, never deleted; the client is kept.
-        let (adapter, outcome) =
-            KeyedStore::new(store.clone(), key.clone(), None, Some(replaced.clone()));
+        let (adapter, outcome) = KeyedStore::new(
+            store.clone(),
+            key.clone(),
+            None,
+            Some(replaced.clone()),
+            None,
+        );
         adapter
             .on_refresh_token_rejected(&to_rmcp(&replaced.grant, &key))
             .await

@@ -52,8 +52,8 @@ impl Refused {
                  access_token and a token_type)"
             }
             Refused::TokenType => {
-                "the token endpoint issued a token of another type than Bearer, which this \
-                 client cannot send"
+                "the token endpoint issued a token of another type than Bearer (or DPoP, for a \
+                 request that carried a DPoP proof), which this client cannot send"
             }
         })
     }
@@ -70,16 +70,23 @@ impl std::fmt::Display for Refused {
 pub(crate) enum TokenScheme {
     /// `Authorization: Bearer` (RFC 6750).
     Bearer,
+    /// `Authorization: DPoP` with a proof of possession of the grant's key on every
+    /// request (RFC 9449 section 7.1).
+    Dpop,
 }
 
 /// The scheme for a token endpoint's `token_type` (RFC 6749 section 7.1: a client must not
 /// use a token whose type it does not understand), case-insensitively (section 5.1).
-/// The one place that decides which token types are usable: DPoP (RFC 9449) becomes a
-/// second scheme here once the transport can send DPoP proofs.
+/// The one place that decides which token types are usable. A DPoP token is usable only
+/// when its request carried a proof (the caller checks: see [`check_token_answer`]).
 pub(crate) fn token_scheme(token_type: &str) -> Option<TokenScheme> {
-    token_type
-        .eq_ignore_ascii_case("bearer")
-        .then_some(TokenScheme::Bearer)
+    if token_type.eq_ignore_ascii_case("bearer") {
+        Some(TokenScheme::Bearer)
+    } else if token_type.eq_ignore_ascii_case("dpop") {
+        Some(TokenScheme::Dpop)
+    } else {
+        None
+    }
 }
 
 /// Whether a request to `url` may carry a secret: `https`, or `http` to a loopback
@@ -146,8 +153,13 @@ pub(crate) fn token_request(method: &Method, body: &[u8]) -> Option<TokenRequest
 
 /// Checks a token endpoint's success answer (RFC 6749 section 5.1) before anything reads
 /// it: an object with a non-empty `access_token` string and a `token_type` string, of a
-/// usable type when an access token was asked for.
-pub(crate) fn check_token_answer(asked: TokenRequest, body: &[u8]) -> Result<(), Refused> {
+/// usable type when an access token was asked for (DPoP only when `proved`: the request
+/// carried a DPoP proof, so the client holds the key the token is bound to).
+pub(crate) fn check_token_answer(
+    asked: TokenRequest,
+    body: &[u8],
+    proved: bool,
+) -> Result<(), Refused> {
     let Ok(serde_json::Value::Object(answer)) = serde_json::from_slice(body) else {
         return Err(Refused::Unusable);
     };
@@ -158,9 +170,15 @@ pub(crate) fn check_token_answer(asked: TokenRequest, body: &[u8]) -> Result<(),
     let Some(token_type) = text("token_type") else {
         return Err(Refused::Unusable);
     };
-    match asked {
-        TokenRequest::AccessToken if token_scheme(token_type).is_none() => Err(Refused::TokenType),
-        _ => Ok(()),
+    let usable = match token_scheme(token_type) {
+        Some(TokenScheme::Bearer) => true,
+        Some(TokenScheme::Dpop) => proved,
+        None => false,
+    };
+    if asked == TokenRequest::AccessToken && !usable {
+        Err(Refused::TokenType)
+    } else {
+        Ok(())
     }
 }
 
@@ -169,11 +187,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn bearer_is_the_one_scheme_whatever_its_case() {
+    fn bearer_and_dpop_are_the_schemes_whatever_their_case() {
         for token_type in ["Bearer", "bearer", "BEARER", "bEaReR"] {
             assert_eq!(token_scheme(token_type), Some(TokenScheme::Bearer));
         }
-        for token_type in ["mac", "DPoP", "N_A", "", "Bearer ", "bearer\0"] {
+        for token_type in ["DPoP", "dpop", "DPOP"] {
+            assert_eq!(token_scheme(token_type), Some(TokenScheme::Dpop));
+        }
+        for token_type in ["mac", "N_A", "", "Bearer ", "bearer\0", "dpop+jwt"] {
             assert_eq!(token_scheme(token_type), None, "{token_type:?}");
         }
     }
@@ -260,6 +281,7 @@ mod tests {
                 r#"{"access_token":"a","token_type":"mac"}"#,
                 Err(Refused::TokenType),
             ),
+            // A DPoP token for a request that carried no proof: the client holds no key.
             (
                 AccessToken,
                 r#"{"access_token":"a","token_type":"DPoP"}"#,
@@ -296,7 +318,25 @@ mod tests {
         ];
         for (asked, body, expected) in cases {
             assert_eq!(
-                check_token_answer(asked, body.as_bytes()),
+                check_token_answer(asked, body.as_bytes(), false),
+                expected,
+                "{body}"
+            );
+        }
+        // A request that carried a DPoP proof: a DPoP token is usable, in any case, and
+        // so is a Bearer one (the server bound nothing); other types still are not.
+        let proved: [(&str, Result<(), Refused>); 4] = [
+            (r#"{"access_token":"a","token_type":"DPoP"}"#, Ok(())),
+            (r#"{"access_token":"a","token_type":"dpop"}"#, Ok(())),
+            (r#"{"access_token":"a","token_type":"Bearer"}"#, Ok(())),
+            (
+                r#"{"access_token":"a","token_type":"mac"}"#,
+                Err(Refused::TokenType),
+            ),
+        ];
+        for (body, expected) in proved {
+            assert_eq!(
+                check_token_answer(AccessToken, body.as_bytes(), true),
                 expected,
                 "{body}"
             );

@@ -20,6 +20,7 @@ const OAUTH_CODES: &[&str] = &[
     "server_error",
     "temporarily_unavailable",
     "invalid_dpop_proof",
+    "use_dpop_nonce",
 ];
 
 /// `authorization_required`: someone must authorize (again).
@@ -30,6 +31,17 @@ pub(crate) fn required(detail: impl Into<String>) -> CallError {
 /// `authorization_failed`: obtaining a token failed.
 pub(crate) fn failed(detail: impl Into<String>) -> CallError {
     CallError::new(ErrorKind::AuthorizationFailed, Delivery::NotSent, detail)
+}
+
+/// A server refused a request for want of a DPoP nonce again, after the one time the
+/// transport answered it (or when the call's one resend was used already): the request
+/// was not run.
+pub(crate) fn nonce_refused() -> CallError {
+    failed(
+        "the server refused the request for want of a DPoP nonce, after it was sent again with \
+         the nonce the server gave (or when the call's one resend was used already); it was not \
+         run",
+    )
 }
 
 /// The OAuth error code a failure's text names, if one of the known ones.

@@ -7,6 +7,13 @@
 //! call reads it and goes. Everything that talks to an authorization server runs under
 //! the entry's `flight` lock, one at a time per entry, and re-reads the cache first: a
 //! hundred calls that find the token about to expire cause one refresh.
+//!
+//! DPoP (RFC 9449), when the binding asks for it and the authorization server offers
+//! ES256: a delegated grant gets a key pair of its own when it is made (stored with it, so
+//! that a refresh from any process proves the same key); a machine grant (client
+//! credentials) one per entry, in memory like its tokens. Each operation that requests a
+//! token puts the grant's key in the entry's [`DpopSlot`] first, for its OAuth client to
+//! prove; a token whose type is DPoP carries its key to every request that presents it.
 
 use std::{
     fmt,
@@ -30,7 +37,7 @@ use super::{
     adapter::{self, KeyedStore, Saved},
     answer::Refused,
     errors::{failed, from_auth, from_discovery, from_ema, required, token_refused},
-    http::{Issued, OAuthHttp, OAuthHttpError},
+    http::{DpopSlot, Issued, OAuthHttp, OAuthHttpError},
     silenced,
     store::{
         CredentialStore, GrantKey, Lease, LeaseTerms, MAX_TOKEN_LIFETIME, StoreError,
@@ -38,6 +45,7 @@ use super::{
     },
 };
 use crate::{
+    dpop::{self, Dpop, DpopKey, Nonces},
     error::{CallError, Challenge},
     grant::{
         AuthorizationCodeGrant, ClientAuthentication, ClientCredentialsGrant, DEFAULT_REDIRECT_URI,
@@ -122,6 +130,9 @@ pub(crate) struct Token {
     /// The grant's secrets that must never come back from the server (the refresh token
     /// among them).
     pub(crate) hidden: Vec<Secret>,
+    /// The key the token is bound to (a DPoP token), with which every request that
+    /// presents it proves possession; `None`: a Bearer token.
+    pub(crate) dpop: Option<Dpop>,
 }
 
 impl fmt::Debug for Token {
@@ -131,6 +142,7 @@ impl fmt::Debug for Token {
             .field("refreshable", &self.refresh.is_some())
             .field("expires_at", &self.expires_at)
             .field("scopes", &self.scopes)
+            .field("dpop", &self.dpop)
             .finish_non_exhaustive()
     }
 }
@@ -283,14 +295,26 @@ impl Token {
             expires_at: left.map(|(_, left)| at(left)),
             scopes,
             hidden,
+            dpop: None,
         })
     }
 
+    /// The same token, bound to a DPoP key.
+    fn bound(mut self, dpop: Option<Dpop>) -> Self {
+        self.dpop = dpop;
+        self
+    }
+
+    /// The token of a token endpoint's answer to a request that proved `dpop` (if any):
+    /// bound to it when its type is DPoP (a Bearer answer bound nothing).
     fn from_response(
         response: &OAuthTokenResponse,
         scopes: Vec<String>,
         hidden: Vec<Secret>,
+        dpop: Option<&Dpop>,
     ) -> Result<Self, CallError> {
+        let bound = super::answer::token_scheme(response.token_type().as_ref())
+            == Some(super::answer::TokenScheme::Dpop);
         let granted = response
             .scopes()
             .map(|granted| granted.iter().map(|scope| scope.to_string()).collect())
@@ -304,22 +328,35 @@ impl Token {
             granted,
             hidden,
         )
+        .map(|token| token.bound(dpop.filter(|_| bound).cloned()))
     }
 
-    /// A stored grant's token; `None` when it has no access token.
-    fn from_stored(grant: &StoredGrant, hidden: Vec<Secret>) -> Option<Result<Self, CallError>> {
+    /// A stored grant's token (bound to the grant's DPoP key, if it has one); `None` when
+    /// it has no access token.
+    fn from_stored(
+        grant: &StoredGrant,
+        hidden: Vec<Secret>,
+        nonces: &Arc<Nonces>,
+    ) -> Option<Result<Self, CallError>> {
         let bearer = grant.access_token.clone()?;
+        let dpop = match stored_dpop(grant, nonces) {
+            Ok(dpop) => dpop,
+            Err(error) => return Some(Err(error)),
+        };
         let left = grant.lifetime_left(std::time::SystemTime::now());
         let lifetime = left.map(|left| (grant.lifetime().unwrap_or(left), left));
         let mut hidden = hidden;
         hidden.extend(grant.client_secret.iter().cloned());
-        Some(Self::aged(
-            bearer,
-            grant.refresh_token.clone(),
-            lifetime,
-            grant.scopes.clone(),
-            hidden,
-        ))
+        Some(
+            Self::aged(
+                bearer,
+                grant.refresh_token.clone(),
+                lifetime,
+                grant.scopes.clone(),
+                hidden,
+            )
+            .map(|token| token.bound(dpop)),
+        )
     }
 
     /// Good for use without renewing.
@@ -331,6 +368,43 @@ impl Token {
     fn is_unexpired(&self, now: Instant) -> bool {
         self.expires_at.is_none_or(|at| now < at)
     }
+}
+
+/// The DPoP binding of a stored grant: its key, when it has one. A grant whose tokens name
+/// a key (its thumbprint) that the store no longer holds, or holds another key, or one
+/// that cannot be read, cannot present them: the tenant must log in again.
+fn stored_dpop(grant: &StoredGrant, nonces: &Arc<Nonces>) -> Result<Option<Dpop>, CallError> {
+    let lost = || {
+        required(
+            "the tenant's grant is bound to a DPoP key that the credential store no longer \
+             holds (or holds another key, or one it cannot read), so its tokens cannot be \
+             used; the tenant must log in again",
+        )
+    };
+    let Some(stored) = &grant.dpop_key else {
+        return match grant.dpop_thumbprint {
+            Some(_) => Err(lost()),
+            None => Ok(None),
+        };
+    };
+    let key = DpopKey::from_stored(stored).map_err(|_| lost())?;
+    if grant
+        .dpop_thumbprint
+        .as_deref()
+        .is_some_and(|thumbprint| thumbprint != key.thumbprint())
+    {
+        return Err(lost());
+    }
+    Ok(Some(Dpop::new(Arc::new(key), Arc::clone(nonces))))
+}
+
+/// Which DPoP key a token request proves (see [`Entry::grant_dpop`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Key {
+    /// A new one: a new delegated grant.
+    New,
+    /// The entry's own: a machine grant's.
+    Entry,
 }
 
 /// The state of one grant: one tenant, one server, one grant configuration.
@@ -346,6 +420,14 @@ pub(super) struct Entry {
     retired: Arc<Issued>,
     /// Everything that talks to an authorization server, one at a time.
     flight: tokio::sync::Mutex<Flight>,
+    /// The DPoP key this grant's next token request proves, set before each (read by its
+    /// OAuth client).
+    dpop: Arc<DpopSlot>,
+    /// A machine grant's DPoP key (client credentials): one per entry, in memory like its
+    /// tokens.
+    machine_key: Mutex<Option<Arc<DpopKey>>>,
+    /// The client's DPoP nonces.
+    nonces: Arc<Nonces>,
 }
 
 impl fmt::Debug for Entry {
@@ -403,7 +485,7 @@ pub(super) fn challenged(challenge: &Challenge, url: &str) -> (Vec<String>, bool
 }
 
 impl Entry {
-    pub(super) fn new(tenant: &str, url: &str, grant: &Grant) -> Self {
+    pub(super) fn new(tenant: &str, url: &str, grant: &Grant, nonces: Arc<Nonces>) -> Self {
         Self {
             tenant: tenant.to_owned(),
             url: url.to_owned(),
@@ -411,7 +493,46 @@ impl Entry {
             token: Mutex::new(None),
             retired: Arc::default(),
             flight: tokio::sync::Mutex::new(Flight::default()),
+            dpop: Arc::default(),
+            machine_key: Mutex::new(None),
+            nonces,
         }
+    }
+
+    /// Whether this grant's tokens are to be DPoP-bound: the binding asks, and the
+    /// authorization server (as discovered) offers ES256.
+    fn wants_dpop(&self, metadata: Option<&AuthorizationMetadata>) -> bool {
+        self.grant().dpop()
+            && metadata.is_some_and(|metadata| dpop::offered(&metadata.additional_fields))
+    }
+
+    /// The DPoP binding of the grant a token request makes, when wanted: a new key for a
+    /// new delegated grant (`Key::New`); a machine grant's (client credentials) is the
+    /// entry's, made on first use (`Key::Entry`).
+    fn grant_dpop(
+        &self,
+        metadata: Option<&AuthorizationMetadata>,
+        key: Key,
+    ) -> Result<Option<Dpop>, CallError> {
+        if !self.wants_dpop(metadata) {
+            return Ok(None);
+        }
+        let generate = || {
+            DpopKey::generate()
+                .map(Arc::new)
+                .map_err(|error| failed(error.to_string()))
+        };
+        let key = match key {
+            Key::New => generate()?,
+            Key::Entry => {
+                let mut held = lock(&self.machine_key);
+                match &*held {
+                    Some(key) => Arc::clone(key),
+                    None => Arc::clone(held.insert(generate()?)),
+                }
+            }
+        };
+        Ok(Some(Dpop::new(key, Arc::clone(&self.nonces))))
     }
 
     /// Takes the call's grant (new secrets, after a rotation).
@@ -497,9 +618,23 @@ impl Entry {
             flight.loaded = true;
             if let Some((key, stored)) = self.stored(ctx).await? {
                 flight.key = Some(key);
-                if let Some(token) = Token::from_stored(&stored.grant, self.grant().owned_secrets())
-                {
-                    let mut token = token?;
+                let token =
+                    Token::from_stored(&stored.grant, self.grant().owned_secrets(), &self.nonces);
+                if let Some(token) = token {
+                    let mut token = match token {
+                        Ok(token) => token,
+                        // A grant that lost its DPoP key: with someone to authorize, the
+                        // request goes without a token and the challenge leads to a new
+                        // login; without, the call says why.
+                        Err(error)
+                            if ctx.authorizer.is_some()
+                                && error.kind()
+                                    == crate::error::ErrorKind::AuthorizationRequired =>
+                        {
+                            return Ok(None);
+                        }
+                        Err(error) => return Err(error),
+                    };
                     self.set(&mut token);
                     if token.is_fresh(Instant::now()) {
                         return Ok(Some(token));
@@ -606,7 +741,11 @@ impl Entry {
         self.start_operation();
         flight.manager = None;
         flight.metadata = None;
-        let http: Arc<dyn OAuthHttpClient> = Arc::new(ctx.http.noting(Arc::clone(&self.retired)));
+        let http: Arc<dyn OAuthHttpClient> = Arc::new(
+            ctx.http
+                .noting(Arc::clone(&self.retired))
+                .proving(Arc::clone(&self.dpop)),
+        );
         let mut manager = silenced(AuthorizationManager::new_with_oauth_http_client(
             self.url.as_str(),
             http,
@@ -743,6 +882,8 @@ impl Entry {
         };
         let scopes = machine_scopes(manager, &grant.scopes, more).await;
         let resource = Some(self.url.clone());
+        let dpop = self.grant_dpop(Some(&metadata), Key::Entry)?;
+        self.dpop.set(dpop.clone());
         let config = match &grant.authentication {
             ClientAuthentication::Secret { secret, method } => {
                 let mut metadata = metadata;
@@ -804,6 +945,7 @@ impl Entry {
             &response,
             scopes,
             Grant::ClientCredentials(grant.clone()).owned_secrets(),
+            dpop.as_ref(),
         )
     }
 
@@ -817,6 +959,7 @@ impl Entry {
         let Some(metadata) = flight.metadata.clone() else {
             return Err(failed("the authorization metadata is unknown"));
         };
+        self.dpop.set(None);
         let Some(issuer) = metadata.issuer.clone() else {
             return Err(failed(
                 "the server's authorization server names no issuer, which enterprise-managed \
@@ -1049,8 +1192,23 @@ impl Entry {
                 "the tenant's grant cannot be refreshed (no refresh token)"
             }));
         }
-        let configured =
-            self.configure_delegated(ctx, flight, key, &stored.grant, Some(stored.clone()));
+        // The refresh proves the key the grant was made with.
+        let dpop = match stored_dpop(&stored.grant, &self.nonces) {
+            Ok(dpop) => dpop,
+            Err(error) => {
+                release(lease).await;
+                return Err(error);
+            }
+        };
+        self.dpop.set(dpop.clone());
+        let configured = self.configure_delegated(
+            ctx,
+            flight,
+            key,
+            &stored.grant,
+            Some(stored.clone()),
+            dpop.as_ref(),
+        );
         let outcome = match configured {
             Ok(outcome) => outcome,
             Err(error) => {
@@ -1107,7 +1265,7 @@ impl Entry {
         });
         let mut hidden = self.grant().owned_secrets();
         hidden.extend(stored.grant.client_secret.iter().cloned());
-        Token::from_response(&response, scopes, hidden)
+        Token::from_response(&response, scopes, hidden, dpop.as_ref())
     }
 
     /// The stored grant's token, when another holder refreshed it since `stale` (a token
@@ -1119,10 +1277,11 @@ impl Entry {
         stored: &VersionedGrant,
         stale: Option<&Token>,
     ) -> Option<Result<Token, CallError>> {
-        let token = match Token::from_stored(&stored.grant, self.grant().owned_secrets())? {
-            Ok(token) => token,
-            Err(error) => return Some(Err(error)),
-        };
+        let token =
+            match Token::from_stored(&stored.grant, self.grant().owned_secrets(), &self.nonces)? {
+                Ok(token) => token,
+                Err(error) => return Some(Err(error)),
+            };
         let other = stale.is_none_or(|stale| stale.bearer != token.bearer);
         (other && token.is_unexpired(Instant::now())).then_some(Ok(token))
     }
@@ -1165,7 +1324,8 @@ impl Entry {
     /// was made for (rmcp's records hold no secret: a registered client's comes from the
     /// grant, a pre-registered one's from the config). `base`: the grant a refresh starts
     /// from (its save compares and swaps against it); `None` for a person's new grant,
-    /// which replaces whatever is stored.
+    /// which replaces whatever is stored. `dpop`: the key the grant's tokens are bound to,
+    /// kept with what is saved.
     fn configure_delegated(
         &self,
         ctx: &Ctx<'_>,
@@ -1173,6 +1333,7 @@ impl Entry {
         key: &GrantKey,
         stored: &StoredGrant,
         base: Option<VersionedGrant>,
+        dpop: Option<&Dpop>,
     ) -> Result<adapter::Shared, CallError> {
         let Some(manager) = flight.manager.as_mut() else {
             return Err(failed("the authorization metadata is unknown"));
@@ -1191,6 +1352,7 @@ impl Entry {
             key.clone(),
             stored.client_secret.clone(),
             base,
+            dpop.map(|dpop| Arc::clone(dpop.key())),
         );
         manager.set_credential_store(adapter);
         let mut config =
@@ -1228,10 +1390,21 @@ impl Entry {
             if let Some(stored) = stored {
                 // A token the server has not refused yet (stored by a login, or a refresh
                 // of another process, meanwhile).
-                if let Some(token) = self.refreshed_elsewhere(&stored, sent) {
-                    return token;
+                let lost = match self.refreshed_elsewhere(&stored, sent) {
+                    Some(Ok(token)) => return Ok(token),
+                    // Its DPoP key is lost: nothing stored can be used; a new login.
+                    Some(Err(error))
+                        if error.kind() == crate::error::ErrorKind::AuthorizationRequired =>
+                    {
+                        Some(error)
+                    }
+                    Some(Err(error)) => return Err(error),
+                    None => None,
+                };
+                if let (Some(error), None) = (&lost, ctx.authorizer) {
+                    return Err(error.clone());
                 }
-                if stored.grant.refresh_token.is_some() {
+                if lost.is_none() && stored.grant.refresh_token.is_some() {
                     match self.refresh(ctx, flight, challenge, sent, true).await {
                         Ok(Some(token)) => return Ok(token),
                         Ok(None) => {}
@@ -1334,8 +1507,23 @@ impl Entry {
                 registered_secret = Some(Secret::new(secret));
             }
         }
-        let (adapter, saved) =
-            KeyedStore::new(Arc::clone(ctx.store), key, registered_secret.clone(), None);
+        // A new grant, a new DPoP key (when wanted): its token request proves it, and the
+        // grant is stored with it.
+        let dpop = match self.grant_dpop(Some(&metadata), Key::New) {
+            Ok(dpop) => dpop,
+            Err(error) => {
+                flight.manager = Some(manager);
+                return Err(error);
+            }
+        };
+        self.dpop.set(dpop.clone());
+        let (adapter, saved) = KeyedStore::new(
+            Arc::clone(ctx.store),
+            key,
+            registered_secret.clone(),
+            None,
+            dpop.as_ref().map(|dpop| Arc::clone(dpop.key())),
+        );
         manager.set_credential_store(adapter);
         let session = match silenced(AuthorizationSession::new(manager, request)).await {
             Ok(session) => session,
@@ -1364,7 +1552,7 @@ impl Entry {
             .map_or(scopes, |saved| saved.grant().scopes.clone());
         let mut hidden = Grant::OAuth(grant.clone()).owned_secrets();
         hidden.extend(registered_secret);
-        Token::from_response(&response, scopes, hidden)
+        Token::from_response(&response, scopes, hidden, dpop.as_ref())
     }
 
     /// A step-up on the manager that made the grant (rmcp keeps the granted scopes and
@@ -1388,6 +1576,9 @@ impl Entry {
             .map_err(|error| store_failed(&error))?
             .ok_or_else(|| required("the tenant's grant for this server was removed"))?
             .grant;
+        // The step-up's exchange proves the key the grant was made with.
+        let dpop = stored_dpop(&stored, &self.nonces)?;
+        self.dpop.set(dpop.clone());
         if flight.manager.is_none() {
             let issuer = self.discover(ctx, flight, challenge).await?;
             if issuer != key.issuer {
@@ -1396,7 +1587,7 @@ impl Entry {
                      not authorized",
                 ));
             }
-            let _ = self.configure_delegated(ctx, flight, &key, &stored, None)?;
+            let _ = self.configure_delegated(ctx, flight, &key, &stored, None, dpop.as_ref())?;
         }
         let mut wanted = stored.scopes.clone();
         union(&mut wanted, scopes);
@@ -1430,7 +1621,7 @@ impl Entry {
         .map_err(|error| self.auth_error(&error))?;
         let mut hidden = self.grant().owned_secrets();
         hidden.extend(stored.client_secret.iter().cloned());
-        Token::from_response(&response, wanted, hidden)
+        Token::from_response(&response, wanted, hidden, dpop.as_ref())
     }
 }
 

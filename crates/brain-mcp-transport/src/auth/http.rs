@@ -16,6 +16,12 @@
 //! request only as failed; a client built with [`OAuthHttp::noting`] records why in its
 //! [`Issued`], for the flow to report.
 //!
+//! A grant that holds a DPoP key ([`DpopSlot`], set by its flow) proves possession of it
+//! on every request for an access token (a code exchange, a refresh, client credentials):
+//! a fresh proof each time, and once more with the nonce when the token endpoint answers
+//! `use_dpop_nonce` (RFC 9449 section 8). That resend must happen here: rmcp drops a code
+//! exchange's PKCE state before sending it, so it cannot be redone from above.
+//!
 //! Every token an authorization server issues passes here, also those that never become
 //! a grant's token in use (the ID-JAG of an enterprise exchange, a token whose flow
 //! failed after it was issued): a client built with [`OAuthHttp::noting`] notes each in
@@ -35,9 +41,12 @@ use rmcp::transport::auth::{
 use tokio::time::Instant;
 
 use super::answer::{
-    Refused, carries_secret, check_token_answer, may_carry_secrets, token_request,
+    Refused, TokenRequest, carries_secret, check_token_answer, may_carry_secrets, token_request,
 };
-use crate::secret::Secret;
+use crate::{
+    dpop::{self, Dpop, Server},
+    secret::Secret,
+};
 
 /// Redirects followed for one request, at most.
 pub(crate) const MAX_REDIRECTS: usize = 10;
@@ -134,12 +143,32 @@ impl Issued {
     }
 }
 
+/// The DPoP key a grant's token requests prove possession of, if any. A grant's flow sets
+/// it before each request for a token (none: Bearer tokens).
+#[derive(Debug, Default)]
+pub(crate) struct DpopSlot(Mutex<Option<Dpop>>);
+
+impl DpopSlot {
+    pub(crate) fn set(&self, dpop: Option<Dpop>) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = dpop;
+    }
+
+    pub(crate) fn get(&self) -> Option<Dpop> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
 /// rmcp's OAuth HTTP client, over our pooled client.
 #[derive(Debug, Clone)]
 pub(crate) struct OAuthHttp {
     client: reqwest::Client,
     /// Where issued tokens are noted, if anywhere.
     issued: Option<Arc<Issued>>,
+    /// The grant's DPoP key, for its token requests.
+    dpop: Option<Arc<DpopSlot>>,
 }
 
 impl OAuthHttp {
@@ -148,6 +177,7 @@ impl OAuthHttp {
         Self {
             client,
             issued: None,
+            dpop: None,
         }
     }
 
@@ -156,7 +186,15 @@ impl OAuthHttp {
         Self {
             client: self.client.clone(),
             issued: Some(issued),
+            dpop: None,
         }
+    }
+
+    /// The same client, proving possession of the key in `slot` (when it holds one) on
+    /// every request for an access token.
+    pub(crate) fn proving(mut self, slot: Arc<DpopSlot>) -> Self {
+        self.dpop = Some(slot);
+        self
     }
 
     /// A form POST to a token endpoint, for a grant rmcp does not make (the JWT bearer
@@ -191,11 +229,21 @@ impl OAuthHttp {
         policy: OAuthHttpRedirectPolicy,
     ) -> Result<http::Response<Vec<u8>>, OAuthHttpError> {
         let asked = token_request(request.method(), request.body());
-        let answer = self.send(request, policy).await.and_then(|response| {
+        let dpop = self
+            .dpop
+            .as_ref()
+            .and_then(|slot| slot.get())
+            .filter(|_| asked == Some(TokenRequest::AccessToken));
+        let sent = match &dpop {
+            Some(dpop) => self.send_proving(request, policy, dpop).await,
+            None => self.send(request, policy).await,
+        };
+        let answer = sent.and_then(|response| {
             if let Some(asked) = asked
                 && response.status().is_success()
             {
-                check_token_answer(asked, response.body()).map_err(OAuthHttpError::Refused)?;
+                check_token_answer(asked, response.body(), dpop.is_some())
+                    .map_err(OAuthHttpError::Refused)?;
             }
             Ok(response)
         });
@@ -216,6 +264,45 @@ impl OAuthHttp {
             issued.refuse(refused);
         }
         answer
+    }
+
+    /// A token request with a fresh DPoP proof; refused for want of a nonce
+    /// (`use_dpop_nonce`, with the nonce), once more with a new proof that carries it. The
+    /// nonce a token endpoint gives is kept for its origin.
+    async fn send_proving(
+        &self,
+        request: http::Request<Vec<u8>>,
+        policy: OAuthHttpRedirectPolicy,
+        dpop: &Dpop,
+    ) -> Result<http::Response<Vec<u8>>, OAuthHttpError> {
+        let (parts, body) = request.into_parts();
+        let url = Url::parse(&parts.uri.to_string()).map_err(|_| OAuthHttpError::Build)?;
+        let mut refused_for_nonce = false;
+        loop {
+            let proof = dpop
+                .proof(Server::Authorization, parts.method.as_str(), &url, None)
+                .and_then(|proof| http::HeaderValue::from_str(&proof).ok())
+                .ok_or(OAuthHttpError::Build)?;
+            let mut request = http::Request::new(body.clone());
+            *request.method_mut() = parts.method.clone();
+            *request.uri_mut() = parts.uri.clone();
+            *request.headers_mut() = parts.headers.clone();
+            request.headers_mut().insert(dpop::PROOF_HEADER, proof);
+            let response = self.send(request, policy).await?;
+            // Sent again only for a nonce it did not send: the same one again would be
+            // refused again.
+            let new_nonce = response
+                .headers()
+                .get(dpop::NONCE_HEADER)
+                .and_then(|value| value.to_str().ok())
+                .is_some_and(|nonce| dpop.learn(Server::Authorization, &url, nonce));
+            let wants_nonce =
+                dpop::authorization_wants_nonce(response.status().as_u16(), response.body());
+            if refused_for_nonce || !(new_nonce && wants_nonce) {
+                return Ok(response);
+            }
+            refused_for_nonce = true;
+        }
     }
 
     async fn send(

@@ -50,6 +50,7 @@ use self::{
     http::OAuthHttp,
 };
 use crate::{
+    dpop::Nonces,
     endpoint::{HttpEndpoint, redacted_url},
     error::{CallError, Delivery, ErrorKind},
     grant::{Authorization, Grant, GrantExt},
@@ -183,6 +184,8 @@ struct Inner {
     client_name: String,
     entries: Mutex<HashMap<EntryKey, Arc<Entry>>>,
     tasks: TaskTracker,
+    /// The DPoP nonces servers gave, per server and origin (every grant's).
+    nonces: Arc<Nonces>,
     metrics: Metrics,
 }
 
@@ -232,10 +235,12 @@ impl fmt::Debug for Credentials {
 }
 
 impl Credentials {
-    /// Puts the bearer (and the secrets to hide) on an endpoint.
+    /// Puts the bearer (and the secrets to hide, and the DPoP key it is bound to) on an
+    /// endpoint.
     pub(crate) fn apply(&self, endpoint: &mut HttpEndpoint) {
         endpoint.bearer = Some(self.0.bearer.clone());
         endpoint.hidden = self.0.hidden.clone();
+        endpoint.dpop = self.0.dpop.clone();
     }
 }
 
@@ -267,6 +272,7 @@ impl Auth {
                 client_name: client_name.to_owned(),
                 entries: Mutex::new(HashMap::new()),
                 tasks,
+                nonces: Arc::default(),
                 metrics,
             }),
         }
@@ -279,7 +285,12 @@ impl Auth {
             grant: authorization.grant.identity(),
         };
         let entry = Arc::clone(lock(&self.inner.entries).entry(key).or_insert_with(|| {
-            Arc::new(Entry::new(&authorization.tenant, url, &authorization.grant))
+            Arc::new(Entry::new(
+                &authorization.tenant,
+                url,
+                &authorization.grant,
+                Arc::clone(&self.inner.nonces),
+            ))
         }));
         entry.update_grant(&authorization.grant);
         entry
@@ -331,12 +342,16 @@ impl Auth {
             let Some(challenge) = error.challenge().cloned() else {
                 return Err(error);
             };
+            // A refusal for want of a DPoP nonce was answered once already, below (the
+            // transport sends the request again with the nonce when it may): not a reason
+            // to authorize again.
+            if crate::dpop::resource_wants_nonce(challenge.status, challenge.header.as_deref()) {
+                return Err(hiding(errors::nonce_refused(), token.as_ref()));
+            }
             let (scopes, insufficient_scope) = challenged(&challenge, run.url);
             if challenge.status == 403 && !insufficient_scope {
                 return Err(error);
             }
-            // A refused `tools/call` was not run, so it may go once more with a new
-            // token: once, never a third time.
             // A refused `tools/call` was not run, so it may go once more with a new token:
             // that is its one resend, unless another layer used it already (a fresh
             // connection, a fresh context). A refusal of a request that carried no token

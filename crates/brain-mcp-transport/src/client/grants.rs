@@ -50,6 +50,7 @@ fn not_http() -> CallError {
 fn with_credentials(endpoint: &mut Endpoint, credentials: Option<&crate::auth::Credentials>) {
     if let Endpoint::Http(http) = endpoint {
         http.bearer = None;
+        http.dpop = None;
         if let Some(credentials) = credentials {
             credentials.apply(http);
         }

@@ -101,6 +101,7 @@ pub(crate) async fn open(
         shared.standalone_stream,
         described.redactor(),
         non_call_budget,
+        endpoint.dpop.clone(),
     );
     let tracker = Arc::clone(backend.session());
     // From here on, a failed or dropped open still closes what the server opened.

@@ -22,6 +22,7 @@ use tokio_util::{sync::CancellationToken, task::TaskTracker};
 use crate::{
     api::{CallOutcome, CallRequest, DEFAULT_DISCOVERY_BYTES, Era, JsonObject},
     call_state::{CallState, Registry},
+    dpop::Dpop,
     error::{CallError, ErrorKind, classify::Failure},
     protocol::{
         drive::{Abandoned, Stop, abandon, cancel_reason, drive_call, stopped, tasks_hint},
@@ -71,7 +72,7 @@ impl Shared {
     }
 
     /// An HTTP backend for one transport: its own registry of calls and a lifetime under
-    /// the client's.
+    /// the client's; `dpop`: the key its token is bound to.
     pub(crate) fn backend(
         &self,
         registry: &Arc<Registry>,
@@ -79,6 +80,7 @@ impl Shared {
         standalone_stream: bool,
         redactor: Redactor,
         non_call_budget: usize,
+        dpop: Option<Dpop>,
     ) -> HttpBackend {
         HttpBackend::new(
             self.http.clone(),
@@ -91,6 +93,7 @@ impl Shared {
                 initialize_grace: self.close_timeout,
                 redactor,
                 non_call_budget,
+                dpop,
             },
         )
     }

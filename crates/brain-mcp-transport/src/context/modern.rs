@@ -88,6 +88,7 @@ impl ModernClient {
             false,
             endpoint_for_errors.redactor(),
             non_call_budget,
+            endpoint.dpop.clone(),
         );
         let session = Arc::clone(backend.session());
         let config = transport_config(endpoint, shared.sse_reconnects)

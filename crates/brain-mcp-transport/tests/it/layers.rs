@@ -7,6 +7,7 @@ use std::{collections::BTreeMap, path::Path};
 /// The layers, lowest first.
 const ORDER: &[&str] = &[
     "secret",
+    "dpop",
     "endpoint",
     "telemetry",
     "grant",

@@ -10,6 +10,7 @@ mod layers;
 mod legacy;
 mod modern;
 mod oauth;
+mod oauth_dpop;
 mod oauth_hostile;
 mod oauth_secrets;
 mod oauth_servers;

@@ -60,7 +60,7 @@ impl Setup {
         }
     }
 
-    fn options(&self) -> ClientOptions {
+    pub(crate) fn options(&self) -> ClientOptions {
         ClientOptions::default()
             .warm_contexts(false)
             .credential_store(self.store.clone())

@@ -32,6 +32,7 @@ const CLIENT_CREDENTIALS_FIELDS: &[&str] = &[
     "signing_algorithm",
     "scopes",
     "issuer",
+    "dpop",
 ];
 const OAUTH_FIELDS: &[&str] = &[
     "type",
@@ -41,6 +42,7 @@ const OAUTH_FIELDS: &[&str] = &[
     "scopes",
     "redirect_uri",
     "issuer",
+    "dpop",
 ];
 const ENTERPRISE_FIELDS: &[&str] = &[
     "type",
@@ -240,6 +242,7 @@ impl Loader<'_> {
         let algorithm = self.one_of(fields, "signing_algorithm", ALGORITHMS);
         let scopes = self.scopes(fields);
         let issuer = self.auth_url(fields, "issuer", UrlRule::Issuer);
+        let dpop = self.dpop(fields);
 
         let method = method.map(|m| m.and_then(TokenEndpointAuthMethod::from_name));
         let has = |key| fields.object.contains_key(key);
@@ -309,7 +312,9 @@ impl Loader<'_> {
                 method: method.and_then(TokenEndpointAuthMethod::secret_method),
             }
         };
-        let mut auth = ClientCredentialsAuth::new(client_id?, authentication).scopes(scopes?);
+        let mut auth = ClientCredentialsAuth::new(client_id?, authentication)
+            .scopes(scopes?)
+            .dpop(dpop?);
         auth.issuer = issuer?;
         Some(auth)
     }
@@ -339,7 +344,8 @@ impl Loader<'_> {
         let scopes = self.scopes(fields);
         let redirect_uri = self.auth_url(fields, "redirect_uri", UrlRule::Endpoint);
         let issuer = self.auth_url(fields, "issuer", UrlRule::Issuer);
-        let mut auth = OAuthAuth::new().scopes(scopes?);
+        let dpop = self.dpop(fields);
+        let mut auth = OAuthAuth::new().scopes(scopes?).dpop(dpop?);
         auth.client_id = client_id?;
         auth.client_secret = client_secret_env?;
         auth.client_id_metadata_url = client_id_metadata_url?;
@@ -417,6 +423,14 @@ impl Loader<'_> {
         auth.client_id = client_id?;
         auth.issuer = issuer?;
         Some(auth)
+    }
+
+    /// `dpop`: a boolean, false when absent; `None` when reported.
+    fn dpop(&mut self, fields: &Fields<'_>) -> Option<bool> {
+        if !fields.object.contains_key("dpop") {
+            return Some(false);
+        }
+        self.optional_bool(fields, "dpop")
     }
 
     /// An optional string that must not be empty: `Some(None)` when absent, `None` when

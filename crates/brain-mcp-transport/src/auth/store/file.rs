@@ -66,19 +66,34 @@ struct Record {
     expires_in: Option<u64>,
     #[serde(default)]
     scopes: Vec<String>,
+    /// Format 3: the DPoP key the grant's tokens are bound to (PKCS#8, base64url).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    dpop_key: Option<String>,
+    /// Format 3: that key's thumbprint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    dpop_thumbprint: Option<String>,
 }
 
+/// The format a grant is written in: 2, or 3 for a grant bound to a DPoP key (a build
+/// that reads only 1 and 2 then refuses it as unreadable, rather than using its tokens
+/// as Bearer tokens).
 const RECORD_VERSION: u32 = 2;
+const DPOP_RECORD_VERSION: u32 = 3;
 /// Records of these formats are read.
-const READ_VERSIONS: [u32; 2] = [1, 2];
+const READ_VERSIONS: [u32; 3] = [1, 2, 3];
 /// A record larger than this is not a grant.
 const MAX_RECORD_BYTES: u64 = 256 * 1024;
 
 impl Record {
     fn of(key: &GrantKey, grant: &StoredGrant, version: GrantVersion) -> Self {
         let exposed = |secret: &Option<Secret>| secret.as_ref().map(|s| s.expose().to_owned());
+        let dpop = grant.dpop_key.is_some() || grant.dpop_thumbprint.is_some();
         Self {
-            version: RECORD_VERSION,
+            version: if dpop {
+                DPOP_RECORD_VERSION
+            } else {
+                RECORD_VERSION
+            },
             revision: version.get(),
             tenant: key.tenant.clone(),
             resource: key.resource.clone(),
@@ -92,6 +107,8 @@ impl Record {
             obtained_at: None,
             expires_in: None,
             scopes: grant.scopes.clone(),
+            dpop_key: exposed(&grant.dpop_key),
+            dpop_thumbprint: grant.dpop_thumbprint.clone(),
         }
     }
 
@@ -105,6 +122,8 @@ impl Record {
         grant.access_token = self.access_token.map(Secret::new);
         grant.refresh_token = self.refresh_token.map(Secret::new);
         grant.scopes = self.scopes;
+        grant.dpop_key = self.dpop_key.map(Secret::new);
+        grant.dpop_thumbprint = self.dpop_thumbprint;
         if self.version == 1 {
             if let Some(obtained) = self.obtained_at {
                 grant.set_lifetime(
@@ -696,6 +715,49 @@ mod tests {
                 .unwrap(),
             Swap::Done(_)
         ));
+    }
+
+    #[tokio::test]
+    async fn a_dpop_grant_is_written_in_format_3_and_older_records_still_read() {
+        let dir = temp_dir("format3");
+        let store = FileCredentialStore::new(dir.path());
+        let key = GrantKey::new("acme", "https://mcp/x", "https://as1");
+        let format = |store: &FileCredentialStore| -> serde_json::Value {
+            serde_json::from_slice(&std::fs::read(store.file(&key)).unwrap()).unwrap()
+        };
+        // A Bearer grant: format 2, which builds before DPoP read too.
+        let mut bearer = contract::grant("bearer");
+        bearer.dpop_key = None;
+        bearer.dpop_thumbprint = None;
+        let _ = store.save(&key, &bearer, Expected::Any).await.unwrap();
+        assert_eq!(format(&store)["version"], 2);
+        assert!(format(&store).get("dpop_key").is_none());
+        assert_eq!(store.load(&key).await.unwrap().unwrap().grant, bearer);
+        // Bound to a key: format 3, the key and its thumbprint kept.
+        let bound = contract::grant("bound");
+        let _ = store.save(&key, &bound, Expected::Any).await.unwrap();
+        let record = format(&store);
+        assert_eq!(record["version"], 3);
+        assert_eq!(record["dpop_key"], "dpop-key-secret-0001");
+        assert_eq!(record["dpop_thumbprint"], "jkt-0001");
+        assert_eq!(store.load(&key).await.unwrap().unwrap().grant, bound);
+        // A record of format 2 written by an older build: no key, a Bearer grant.
+        std::fs::write(
+            store.file(&key),
+            serde_json::json!({
+                "version": 2, "revision": 7, "tenant": "acme", "resource": "https://mcp/x",
+                "issuer": "https://as1", "client_id": "c", "access_token": "at",
+                "scopes": ["a"]
+            })
+            .to_string(),
+        )
+        .unwrap();
+        let loaded = store.load(&key).await.unwrap().unwrap();
+        assert_eq!(
+            (loaded.grant.dpop_key, loaded.grant.dpop_thumbprint),
+            (None, None)
+        );
+        assert_eq!(loaded.version, GrantVersion::new(7));
     }
 
     #[test]

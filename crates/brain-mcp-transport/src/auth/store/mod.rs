@@ -128,6 +128,14 @@ pub struct StoredGrant {
     pub expires_at: Option<SystemTime>,
     /// The scopes granted.
     pub scopes: Vec<String>,
+    /// The DPoP key (RFC 9449) the grant's tokens are bound to, as its PKCS#8 document in
+    /// base64url: created with the grant, and proven on every refresh, so a refresh from
+    /// any process presents the same key. `None`: Bearer tokens.
+    pub dpop_key: Option<Secret>,
+    /// The thumbprint (RFC 7638) of that key, which its tokens name (`cnf.jkt`). A grant
+    /// that names one but holds no key, or another key, lost its key: its tokens cannot
+    /// be used, and the tenant must log in again. A store keeps both fields.
+    pub dpop_thumbprint: Option<String>,
 }
 
 impl StoredGrant {
@@ -141,6 +149,8 @@ impl StoredGrant {
             obtained_at: None,
             expires_at: None,
             scopes: Vec::new(),
+            dpop_key: None,
+            dpop_thumbprint: None,
         }
     }
 
@@ -190,12 +200,14 @@ impl StoredGrant {
         self.access_token.is_none() && self.refresh_token.is_none()
     }
 
-    /// Drops the tokens (the authorization server refused the refresh token): the client
-    /// registration is kept for the next login.
+    /// Drops the tokens (the authorization server refused the refresh token) and the DPoP
+    /// key they were bound to: the client registration is kept for the next login.
     pub fn revoke(&mut self) {
         self.access_token = None;
         self.refresh_token = None;
         self.expires_at = None;
+        self.dpop_key = None;
+        self.dpop_thumbprint = None;
     }
 }
 
@@ -210,6 +222,8 @@ impl fmt::Debug for StoredGrant {
             .field("obtained_at", &self.obtained_at)
             .field("expires_at", &self.expires_at)
             .field("scopes", &self.scopes)
+            .field("dpop_key", &shown(self.dpop_key.is_some()))
+            .field("dpop_thumbprint", &self.dpop_thumbprint)
             .finish()
     }
 }
@@ -473,6 +487,8 @@ pub(crate) mod contract {
         grant.client_secret = Some(Secret::new("cs-secret-0001"));
         grant.set_lifetime(at(1_700_000_000), Some(Duration::from_secs(3600)));
         grant.scopes = vec!["files:read".into()];
+        grant.dpop_key = Some(Secret::new("dpop-key-secret-0001"));
+        grant.dpop_thumbprint = Some("jkt-0001".into());
         grant
     }
 
@@ -649,6 +665,7 @@ pub(crate) mod contract {
         assert_eq!(to_millis(UNIX_EPOCH - Duration::from_secs(5)), 0);
         grant.revoke();
         assert!(grant.is_revoked() && !grant.is_usable());
+        assert_eq!((grant.dpop_key, grant.dpop_thumbprint), (None, None));
         assert_eq!(
             grant.client_id, "client-1",
             "the client registration is kept"
@@ -658,7 +675,7 @@ pub(crate) mod contract {
     #[test]
     fn debug_shows_no_secret() {
         let debug = format!("{:?}", grant("at-secret-0001"));
-        for secret in ["at-secret", "rt-secret", "cs-secret"] {
+        for secret in ["at-secret", "rt-secret", "cs-secret", "dpop-key-secret"] {
             assert!(!debug.contains(secret), "{debug}");
         }
         assert!(debug.contains("client-1") && debug.contains("files:read"));

@@ -152,11 +152,21 @@ struct Secrets {
     access_token: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     refresh_token: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    dpop_key: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    dpop_thumbprint: Option<String>,
 }
 
-/// What sealed secrets are bound to: the row's key and client.
-fn context(key: &GrantKey, client_id: &str) -> Vec<u8> {
-    let mut context = b"brain-mcp-grant/1".to_vec();
+/// What sealed secrets are bound to: the row's key and client, and whether they hold a
+/// DPoP key (`/2`): a build that knows only `/1` cannot open such a row, so it never takes
+/// a DPoP-bound token for a Bearer token.
+fn context(key: &GrantKey, client_id: &str, dpop: bool) -> Vec<u8> {
+    let mut context = if dpop {
+        b"brain-mcp-grant/2".to_vec()
+    } else {
+        b"brain-mcp-grant/1".to_vec()
+    };
     for part in [&key.tenant, &key.resource, &key.issuer, client_id] {
         context.extend((part.len() as u64).to_be_bytes());
         context.extend(part.as_bytes());
@@ -334,17 +344,20 @@ impl PostgresCredentialStore {
 
     fn seal(&self, key: &GrantKey, grant: &StoredGrant) -> Result<(String, Vec<u8>), StoreError> {
         let exposed = |secret: &Option<Secret>| secret.as_ref().map(|s| s.expose().to_owned());
+        let dpop = grant.dpop_key.is_some() || grant.dpop_thumbprint.is_some();
         let secrets = serde_json::to_vec(&Secrets {
             client_secret: exposed(&grant.client_secret),
             access_token: exposed(&grant.access_token),
             refresh_token: exposed(&grant.refresh_token),
+            dpop_key: exposed(&grant.dpop_key),
+            dpop_thumbprint: grant.dpop_thumbprint.clone(),
         })
         .map_err(|error| {
             StoreError::new(StoreErrorKind::Failed, "a grant could not be serialized")
                 .with_source(error)
         })?;
         self.keys
-            .seal(&context(key, &grant.client_id), &secrets)
+            .seal(&context(key, &grant.client_id, dpop), &secrets)
             .ok_or_else(|| StoreError::new(StoreErrorKind::Failed, "a grant could not be sealed"))
     }
 
@@ -365,7 +378,12 @@ impl PostgresCredentialStore {
         };
         let plain = self
             .keys
-            .open(&key_id, &context(key, &client_id), &sealed)
+            .open(&key_id, &context(key, &client_id, false), &sealed)
+            .or_else(|error| {
+                self.keys
+                    .open(&key_id, &context(key, &client_id, true), &sealed)
+                    .map_err(|_| error)
+            })
             .map_err(corrupt)?;
         let secrets: Secrets = serde_json::from_slice(&plain)
             .map_err(|_| corrupt("its sealed secrets are not a grant's".into()))?;
@@ -373,6 +391,8 @@ impl PostgresCredentialStore {
         grant.client_secret = secrets.client_secret.map(Secret::new);
         grant.access_token = secrets.access_token.map(Secret::new);
         grant.refresh_token = secrets.refresh_token.map(Secret::new);
+        grant.dpop_key = secrets.dpop_key.map(Secret::new);
+        grant.dpop_thumbprint = secrets.dpop_thumbprint;
         grant.obtained_at = from_sql_time(row.get("obtained_at_ms"));
         grant.expires_at = from_sql_time(row.get("expires_at_ms"));
         grant.scopes = row.get("scopes");
@@ -647,13 +667,26 @@ mod tests {
             .await
             .unwrap();
         let dump = format!("{rows:?}");
-        for secret in ["at-secret-0001", "rt-secret-0001", "cs-secret-0001"] {
+        for secret in [
+            "at-secret-0001",
+            "rt-secret-0001",
+            "cs-secret-0001",
+            "dpop-key-secret-0001",
+        ] {
             assert!(!dump.contains(secret), "{secret} in clear");
             let sealed: Vec<u8> = rows[0].get("sealed");
             assert!(!sealed.windows(secret.len()).any(|w| w == secret.as_bytes()));
         }
         assert_eq!(rows[0].get::<_, String>("key_id"), "k1");
         assert!(!format!("{store:?}").contains("AAEC"), "no key in Debug");
+        // A Bearer grant (sealed as before DPoP) and a DPoP one both read back whole.
+        let mut bearer = contract::grant("bearer-0001");
+        bearer.dpop_key = None;
+        bearer.dpop_thumbprint = None;
+        for grant in [bearer, contract::grant("bound-0001")] {
+            let _ = store.save(&key, &grant, Expected::Any).await.unwrap();
+            assert_eq!(store.load(&key).await.unwrap().unwrap().grant, grant);
+        }
     }
 
     async fn store_connect_again(server: &Postgres) -> PostgresCredentialStore {

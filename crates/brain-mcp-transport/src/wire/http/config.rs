@@ -8,6 +8,7 @@ use rmcp::transport::{
 };
 
 use crate::{
+    dpop::Dpop,
     endpoint::HttpEndpoint,
     secret::{Redactor, Secret},
 };
@@ -28,6 +29,8 @@ pub(crate) struct BackendConfig {
     /// Bound on every byte received that is not a call's, together (the handshake, a
     /// discovery's pages, the tool listing of a shared client).
     pub(crate) non_call_budget: usize,
+    /// The token is DPoP-bound to this key: every request carries a fresh proof.
+    pub(crate) dpop: Option<Dpop>,
 }
 
 /// The transport settings shared by both eras: our bearer, no session re-initialisation

@@ -41,7 +41,7 @@ use std::{
 
 use bytes::Bytes;
 use futures::{StreamExt, stream::BoxStream};
-use http::{HeaderName, HeaderValue};
+use http::{HeaderName, HeaderValue, header};
 use rmcp::{
     model::ClientJsonRpcMessage,
     transport::streamable_http_client::{
@@ -63,11 +63,14 @@ pub(crate) use session::SessionTracker;
 
 use crate::{
     call_state::{CallState, Registry},
+    dpop::{self, Server},
     error::classify::Failure,
     wire::ingress::{self, Expect, Refused},
 };
 
 const SESSION_HEADER: &str = "mcp-session-id";
+/// The `Authorization` scheme of a DPoP-bound token (RFC 9449 section 7.1), and its space.
+const DPOP_SCHEME: &str = "DPoP ";
 const JSON: &str = "application/json";
 const EVENT_STREAM: &str = "text/event-stream";
 
@@ -128,6 +131,20 @@ enum Bound {
     Lifetime(Duration),
     /// It is what closing sends (a `DELETE`): bounded by its caller.
     Unbound,
+}
+
+/// Whether a request that the server did not run may go again: anything that runs no
+/// tool; a `tools/call` only with its call's one resend, and not given up meanwhile.
+fn may_resend(call: Option<&CallState>, resend: Resend) -> bool {
+    match (resend, call) {
+        (Resend::Once, _) | (Resend::IfUnsent, None) => true,
+        (Resend::IfUnsent, Some(call)) => {
+            call.take_resend() && {
+                call.mark_not_sent();
+                call.mark_sending()
+            }
+        }
+    }
 }
 
 /// Whether a failed request provably never reached the server: no connection was made,
@@ -205,7 +222,10 @@ impl HttpBackend {
     }
 
     /// Sends a request, once more on a fresh connection when `resend` allows it, and
-    /// classifies a failure for the call (or the transport).
+    /// classifies a failure for the call (or the transport). A request that presents a
+    /// DPoP-bound token gets a fresh proof for every attempt; refused for want of a DPoP
+    /// nonce (a 401 `use_dpop_nonce`, which the server did not run), it goes once more
+    /// with the nonce, a `tools/call` only with the call's one resend.
     async fn execute(
         &self,
         request: reqwest::RequestBuilder,
@@ -221,32 +241,23 @@ impl HttpBackend {
             self.failed(call, Failure::Build);
             StreamableHttpError::Client(HttpError::Build)
         })?;
-        let again = request.try_clone();
+        let template = request.try_clone();
         let sending = async {
-            let error = match self.clients.pooled.execute(request).await {
-                Ok(response) => return Ok(response),
-                Err(error) => error,
+            let sent_nonce = self
+                .config
+                .dpop
+                .as_ref()
+                .and_then(|dpop| dpop.nonce(Server::Resource, request.url()));
+            let response = self.attempt(request, call, resend).await?;
+            let refused = self.refused_for_nonce(&response, sent_nonce.as_deref());
+            let Some(again) = template.filter(|_| refused) else {
+                return Ok(response);
             };
-            let resend = match resend {
-                Resend::Once => !error.is_builder(),
-                // Unsent, and not given up meanwhile: it may go again, once.
-                Resend::IfUnsent => {
-                    provably_unsent(&error)
-                        && call.is_none_or(|call| {
-                            call.take_resend() && {
-                                call.mark_not_sent();
-                                call.mark_sending()
-                            }
-                        })
-                }
-            };
-            match again.filter(|_| resend) {
-                Some(request) => {
-                    self.clients.resends.fetch_add(1, Ordering::Relaxed);
-                    self.clients.fresh.execute(request).await
-                }
-                None => Err(error),
+            if !may_resend(call, resend) {
+                return Ok(response);
             }
+            drop(response);
+            self.attempt(again, call, resend).await
         };
         let result = match bound {
             Bound::Unbound => sending.await,
@@ -280,15 +291,117 @@ impl HttpBackend {
         })
     }
 
+    /// One attempt of a request (with its proof), once more on a fresh connection when it
+    /// failed before it could reach the server and `resend` allows it. A nonce the server
+    /// gives is kept.
+    async fn attempt(
+        &self,
+        mut request: reqwest::Request,
+        call: Option<&CallState>,
+        resend: Resend,
+    ) -> std::result::Result<reqwest::Response, reqwest::Error> {
+        let again = request.try_clone();
+        self.prove(&mut request);
+        let error = match self.clients.pooled.execute(request).await {
+            Ok(response) => {
+                self.learn_nonce(&response);
+                return Ok(response);
+            }
+            Err(error) => error,
+        };
+        let resend = match resend {
+            Resend::Once => !error.is_builder(),
+            // Unsent, and not given up meanwhile: it may go again, once.
+            Resend::IfUnsent => provably_unsent(&error) && may_resend(call, resend),
+        };
+        match again.filter(|_| resend) {
+            Some(mut request) => {
+                self.clients.resends.fetch_add(1, Ordering::Relaxed);
+                self.prove(&mut request);
+                let response = self.clients.fresh.execute(request).await?;
+                self.learn_nonce(&response);
+                Ok(response)
+            }
+            None => Err(error),
+        }
+    }
+
+    /// Puts a fresh DPoP proof on a request that presents the DPoP-bound token.
+    fn prove(&self, request: &mut reqwest::Request) {
+        let Some(dpop) = &self.config.dpop else {
+            return;
+        };
+        let token = request
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.strip_prefix(DPOP_SCHEME))
+            .map(str::to_owned);
+        let proof = token.and_then(|token| {
+            dpop.proof(
+                Server::Resource,
+                request.method().as_str(),
+                request.url(),
+                Some(&token),
+            )
+        });
+        match proof.and_then(|proof| HeaderValue::from_str(&proof).ok()) {
+            Some(proof) => {
+                request.headers_mut().insert(dpop::PROOF_HEADER, proof);
+            }
+            None => {
+                request.headers_mut().remove(dpop::PROOF_HEADER);
+            }
+        }
+    }
+
+    /// Keeps the DPoP nonce a response carries (any response may, RFC 9449 section 9).
+    fn learn_nonce(&self, response: &reqwest::Response) {
+        if let (Some(dpop), Some(nonce)) = (
+            &self.config.dpop,
+            response
+                .headers()
+                .get(dpop::NONCE_HEADER)
+                .and_then(|value| value.to_str().ok()),
+        ) {
+            dpop.learn(Server::Resource, response.url(), nonce);
+        }
+    }
+
+    /// Whether the server refused a DPoP request for want of a nonce, and gave one other
+    /// than `sent` (the same one again would be refused again).
+    fn refused_for_nonce(&self, response: &reqwest::Response, sent: Option<&str>) -> bool {
+        let headers = response.headers();
+        let given = headers
+            .get(dpop::NONCE_HEADER)
+            .and_then(|value| value.to_str().ok());
+        self.config.dpop.is_some()
+            && given.is_some_and(|given| Some(given) != sent)
+            && dpop::resource_wants_nonce(
+                response.status().as_u16(),
+                headers
+                    .get(header::WWW_AUTHENTICATE)
+                    .and_then(|value| value.to_str().ok()),
+            )
+    }
+
+    /// The request's credentials: `Authorization: Bearer`, or `Authorization: DPoP` for a
+    /// DPoP-bound token (its proof is added as each attempt is sent); the headers rmcp
+    /// asks for; the session.
     fn authorize(
+        &self,
         request: reqwest::RequestBuilder,
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
         session_id: Option<&str>,
     ) -> reqwest::RequestBuilder {
         let mut request = request;
-        if let Some(token) = auth_header {
-            request = request.bearer_auth(token);
+        match (auth_header, &self.config.dpop) {
+            (Some(token), Some(_)) => {
+                request = request.header(header::AUTHORIZATION, format!("{DPOP_SCHEME}{token}"));
+            }
+            (Some(token), None) => request = request.bearer_auth(token),
+            (None, _) => {}
         }
         for (name, value) in custom_headers {
             request = request.header(name, value);

@@ -84,7 +84,7 @@ impl HttpBackend {
             .header(header::ACCEPT, "application/json, text/event-stream")
             .header(header::CONTENT_TYPE, JSON)
             .body(body);
-        let request = Self::authorize(request, auth_header, custom_headers, session_id.as_deref());
+        let request = self.authorize(request, auth_header, custom_headers, session_id.as_deref());
         // An initialize the caller gave up on may still create a session: let it finish
         // (briefly) so the session can be deleted.
         let grace = if initialize {

@@ -184,7 +184,7 @@ impl HttpBackend {
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<()> {
         self.session.deleted.store(true, Ordering::Release);
-        let request = Self::authorize(
+        let request = self.authorize(
             self.client().delete(uri.as_ref()),
             auth_header,
             custom_headers,

@@ -85,7 +85,7 @@ impl HttpBackend {
             Some(Ok(id)) => Some(id),
             None => None,
         };
-        let mut request = Self::authorize(
+        let mut request = self.authorize(
             self.client()
                 .get(uri.as_ref())
                 .header(header::ACCEPT, EVENT_STREAM),
