@@ -997,7 +997,7 @@ fn markdown(report: &Value) -> String {
     if !spawn.is_empty() {
         let _ = writeln!(
             md,
-            "\n### The spawn-bound limit: server-everything processes started, through the handshake and one call, and ended\n\n| at a time | starts/s | p50 ms (start to first result) | p99 ms |\n|---|---|---|---|"
+            "\n### The spawn-bound limit: server-everything processes started, through the handshake and one call, then killed\n\n| at a time | starts/s | p50 ms (start to first result) | p99 ms |\n|---|---|---|---|"
         );
         for row in &spawn {
             let _ = writeln!(

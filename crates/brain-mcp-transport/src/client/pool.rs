@@ -17,8 +17,8 @@
 //! the wait is never much longer than a cold start, the call asks for one more context of
 //! its own (a hedge) once the opening under way is late against the measured time to open
 //! one, and takes whichever is ready first; the other stays warm for the next call. When
-//! opening takes more than twice as long as the fastest open seen (the cores are busy),
-//! the pool opens one context at a time for a server instead of several at once.
+//! starting a stdio server takes more than twice as long as the fastest start seen (the
+//! cores are busy), the pool starts one process at a time for it instead of several.
 
 use std::{
     collections::{HashMap, VecDeque},
@@ -267,10 +267,12 @@ impl Pool {
             .last_call
             .is_some_and(|last| now.duration_since(last) < self.settings.idle);
         entry.last_call = Some(now);
-        // On busy cores, one at a time.
+        // On busy cores, one process start at a time (an HTTP session's open is two round
+        // trips, mostly waiting: on loopback its time varies by 2x from noise alone).
+        let one_at_a_time = matches!(key, PoolKey::Stdio(_)) && entry.contended();
         let room = entry.idle.len() + entry.opening.len() < self.settings.per_server
             && total < self.settings.total
-            && (entry.opening.is_empty() || !entry.contended());
+            && (entry.opening.is_empty() || !one_at_a_time);
         (frequent && room).then(|| {
             entry.opening.push(now);
             refill
