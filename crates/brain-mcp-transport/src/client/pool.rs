@@ -118,6 +118,9 @@ impl Entry {
 }
 
 /// What a call finds in the pool.
+// Returned once per call and taken apart at once, never stored: boxing the ready context
+// would only add an allocation.
+#[allow(clippy::large_enum_variant)]
 pub(super) enum Take {
     /// A context ready now.
     Ready(Warm),
