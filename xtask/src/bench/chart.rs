@@ -48,9 +48,11 @@ fn panels(report: &Value) -> Vec<Panel> {
         "ours-modern",
         "floor",
         "ts-sdk",
+        "ts-sdk-v2",
+        "ts-sdk-v2-modern",
         "py-sdk",
     ];
-    vec![
+    let panels = vec![
         (
             "Sequential HTTP, loopback (testkit, TCP_NODELAY)".to_owned(),
             bars("sequential", Some(("server", "nodelay")), &http),
@@ -67,10 +69,21 @@ fn panels(report: &Value) -> Vec<Panel> {
             bars(
                 "stdio",
                 None,
-                &["ours-stdio", "ours-stdio-cold", "ts-sdk-stdio"],
+                &[
+                    "ours-stdio",
+                    "ours-stdio-cold",
+                    "floor-stdio",
+                    "ts-sdk-stdio",
+                    "ts-sdk-v2-stdio",
+                ],
             ),
         ),
-    ]
+    ];
+    // A run of some sections only (`--only`) draws the panels it measured.
+    panels
+        .into_iter()
+        .filter(|(_, bars)| !bars.is_empty())
+        .collect()
 }
 
 fn draw<DB: DrawingBackend>(

@@ -7,7 +7,8 @@
 //! stdout and stderr), `--exit-mid-call`; and `--env-file FILE` (write the names of the environment variables we
 //! were started with, one per line); `--pid-log FILE` (append our own pid to FILE, one line per process);
 //! `--stderr-line TEXT` (write TEXT to stderr at once) and `--stderr-env NAME` (write `NAME=value` of that
-//! variable), before the flags after them: with `--exit-before-handshake`, a server that says why it fails.
+//! variable), before the flags after them: with `--exit-before-handshake`, a server that says why it fails;
+//! `--start-delay-ms MS` (sleep that long before reading stdin: a server slow to start, like Node on busy cores).
 //! Env `TESTKIT_COUNTERS=FILE`: keep the counters there as JSON (see `brain_mcp_testkit::read_counters_file`).
 
 use std::path::PathBuf;
@@ -18,7 +19,7 @@ use brain_mcp_testkit::{Era, StdioOptions, serve_stdio};
 const USAGE: &str = "usage: brain-mcp-testkit-stdio [--era legacy|modern|both] [--page-size N] [--extra-tools N] \
 [--exit-before-handshake] [--garbage-stdout] [--flood-stderr] [--ignore-stdin-close] \
 [--spawn-grandchild PIDFILE] [--spawn-setsid-grandchild PIDFILE] [--exit-mid-call] [--env-file FILE] [--pid-log FILE] \
-[--stderr-line TEXT] [--stderr-env NAME]";
+[--stderr-line TEXT] [--stderr-env NAME] [--start-delay-ms MS]";
 
 fn main() -> ExitCode {
     match run() {
@@ -50,6 +51,10 @@ fn run() -> Result<ExitCode, String> {
             "--era" => options.era = value(&mut args, "--era")?.parse()?,
             "--page-size" => options.page_size = Some(number(&mut args, "--page-size")?),
             "--extra-tools" => options.extra_tools = number(&mut args, "--extra-tools")?,
+            "--start-delay-ms" => {
+                let delay = number(&mut args, "--start-delay-ms")?;
+                std::thread::sleep(std::time::Duration::from_millis(delay as u64));
+            }
             "--exit-before-handshake" => return Ok(ExitCode::from(3)),
             "--stderr-line" => eprintln!("{}", value(&mut args, "--stderr-line")?),
             "--stderr-env" => {

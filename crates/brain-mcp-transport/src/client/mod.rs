@@ -26,7 +26,7 @@ use tracing::Instrument;
 
 use self::{
     cache::{Cache, Known, ModernSlot, ServerKey},
-    pool::{Pool, PoolKey, Refill, Warm, WarmSettings},
+    pool::{Pool, PoolKey, Refill, Take, Warm, WarmSettings},
 };
 use crate::{
     api::{
@@ -260,6 +260,12 @@ pub struct ClientStats {
     pub warm_contexts: usize,
     /// Calls served by a warm context so far.
     pub warm_served: usize,
+    /// Of those, calls that found none ready and waited for one being opened (rather than
+    /// starting their own beside it).
+    pub warm_waited: usize,
+    /// Contexts opened for a call that waited until the one being opened was late against
+    /// the usual time to open one (whichever was ready first served the call).
+    pub warm_hedged: usize,
     /// Requests sent a second time on a fresh connection because the first attempt
     /// failed before it could reach the server (a `tools/call` only when it provably
     /// never left).
@@ -299,6 +305,8 @@ struct Inner {
     /// Wakes the sweeper (shutdown).
     sweep_now: Arc<Notify>,
     warm_served: AtomicUsize,
+    warm_waited: AtomicUsize,
+    warm_hedged: AtomicUsize,
     calls_in_flight: AtomicUsize,
     /// Tenants' OAuth grants and their tokens.
     auth: crate::auth::Auth,
@@ -361,6 +369,8 @@ impl McpClient {
                 sweeping: AtomicBool::new(false),
                 sweep_now: Arc::new(Notify::new()),
                 warm_served: AtomicUsize::new(0),
+                warm_waited: AtomicUsize::new(0),
+                warm_hedged: AtomicUsize::new(0),
                 auth: crate::auth::Auth::new(
                     &options.auth,
                     shared.http.pooled.clone(),
@@ -442,10 +452,11 @@ impl McpClient {
         // A call already cancelled or past its deadline ends before anything is sent: it
         // takes no warm context (and starts no refill).
         let live = !request.cancel.is_cancelled() && Instant::now() < request.deadline;
-        if let Some(warm) = key
-            .filter(|_| live)
-            .and_then(|key| self.take_warm(key, request))
-        {
+        let warm = match key.filter(|_| live) {
+            Some(key) => self.take_warm(key, request).await,
+            None => None,
+        };
+        if let Some(warm) = warm {
             if let Some(key @ PoolKey::Http(_)) = key {
                 self.note_and_refill(key, &request.endpoint);
                 *noted = true;
@@ -513,15 +524,58 @@ impl McpClient {
         })
     }
 
-    /// A warm context for the call, if the server has one ready.
-    fn take_warm(&self, key: &PoolKey, request: &CallRequest) -> Option<Opened> {
+    /// A warm context for the call: one ready, or the first ready of one being opened and
+    /// one the call asks for when that one is late (see [`pool`]). `None`: the call opens
+    /// its own, cold (also when it is cancelled or its deadline passes while it waits, so
+    /// that it ends the way a cold call does).
+    async fn take_warm(&self, key: &PoolKey, request: &CallRequest) -> Option<Opened> {
         let inner = &self.inner;
         let mut stale = Vec::new();
-        let warm = inner.pool.take(key, &mut stale);
+        let taken = inner.pool.take(key, &mut stale);
         for context in stale {
             self.close_warm(context);
         }
-        let warm = warm?;
+        let warm = match taken {
+            Take::Ready(warm) => warm,
+            Take::Cold => return None,
+            Take::Wait {
+                mut handoff,
+                hedge_at,
+            } => {
+                let waited = {
+                    let wait = async {
+                        tokio::select! {
+                            handed = &mut handoff => return handed.ok(),
+                            () = tokio::time::sleep_until(hedge_at) => {}
+                        }
+                        if let Some(refill) = inner.pool.hedge(key) {
+                            inner.warm_hedged.fetch_add(1, Ordering::Relaxed);
+                            self.refill(key.clone(), refill, request.endpoint.clone());
+                        }
+                        (&mut handoff).await.ok()
+                    };
+                    tokio::select! {
+                        handed = wait => handed,
+                        () = request.cancel.cancelled() => None,
+                        () = tokio::time::sleep_until(request.deadline) => None,
+                    }
+                };
+                match waited {
+                    Some(warm) => {
+                        inner.warm_waited.fetch_add(1, Ordering::Relaxed);
+                        warm
+                    }
+                    None => {
+                        // A context handed over just as the call stopped waiting is closed.
+                        handoff.close();
+                        if let Ok(late) = handoff.try_recv() {
+                            self.close_warm(late);
+                        }
+                        return None;
+                    }
+                }
+            }
+        };
         inner.warm_served.fetch_add(1, Ordering::Relaxed);
         Some(match warm {
             Warm::Legacy(session) => Opened::Legacy(session),
@@ -846,6 +900,8 @@ impl McpClient {
             known_servers,
             warm_contexts: self.inner.pool.idle_count(),
             warm_served: self.inner.warm_served.load(Ordering::Relaxed),
+            warm_waited: self.inner.warm_waited.load(Ordering::Relaxed),
+            warm_hedged: self.inner.warm_hedged.load(Ordering::Relaxed),
             resends: shared.http.resends.load(Ordering::Relaxed),
         }
     }

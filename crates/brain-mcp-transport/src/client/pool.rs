@@ -10,6 +10,15 @@
 //! called once an hour keeps nothing warm), at most `per_server` per server and `total`
 //! in all; an idle context is closed after `idle` (a server should not hold idle sessions
 //! or processes for long).
+//!
+//! A call that finds no ready context but one being opened waits for it (the first one
+//! ready is handed to the longest waiting call) instead of starting its own beside it:
+//! on cores that are the bottleneck, two starts at once make both slower than one. So that
+//! the wait is never much longer than a cold start, the call asks for one more context of
+//! its own (a hedge) once the opening under way is late against the measured time to open
+//! one, and takes whichever is ready first; the other stays warm for the next call. When
+//! starting a stdio server takes more than twice as long as the fastest start seen (the
+//! cores are busy), the pool starts one process at a time for it instead of several.
 
 use std::{
     collections::{HashMap, VecDeque},
@@ -17,7 +26,7 @@ use std::{
     time::Duration,
 };
 
-use tokio::time::Instant;
+use tokio::{sync::oneshot, time::Instant};
 use tokio_util::sync::CancellationToken;
 
 use super::cache::ServerKey;
@@ -78,9 +87,51 @@ struct Idle {
 #[derive(Default)]
 struct Entry {
     idle: VecDeque<Idle>,
-    /// Contexts being opened for this server now.
-    opening: usize,
+    /// Contexts being opened for this server now: when each began.
+    opening: Vec<Instant>,
+    /// Calls waiting for the next context ready, longest waiting first.
+    waiters: VecDeque<oneshot::Sender<Warm>>,
     last_call: Option<Instant>,
+    /// How long opening a context takes: a moving average, and the fastest seen.
+    open_time: Option<Duration>,
+    fastest_open: Option<Duration>,
+}
+
+impl Entry {
+    /// Opening takes more than twice as long as the fastest open: the cores (or the
+    /// server) are busy, and starting several at once would make each slower.
+    fn contended(&self) -> bool {
+        matches!((self.open_time, self.fastest_open), (Some(usual), Some(fastest)) if usual > fastest * 2)
+    }
+
+    /// A context opened for the pool is no longer being opened; notes how long it took.
+    fn finished(&mut self, refill: &Refill, now: Instant, succeeded: bool) {
+        if let Some(at) = self.opening.iter().position(|&began| began == refill.began) {
+            self.opening.swap_remove(at);
+        }
+        if succeeded {
+            let took = now.duration_since(refill.began);
+            self.open_time = Some(self.open_time.map_or(took, |usual| (usual * 3 + took) / 4));
+            self.fastest_open = Some(self.fastest_open.map_or(took, |fastest| fastest.min(took)));
+        }
+    }
+}
+
+/// What a call finds in the pool.
+// Returned once per call and taken apart at once, never stored: boxing the ready context
+// would only add an allocation.
+#[allow(clippy::large_enum_variant)]
+pub(super) enum Take {
+    /// A context ready now.
+    Ready(Warm),
+    /// None ready, but one is being opened: wait for `handoff`, and ask for a context of
+    /// its own ([`Pool::hedge`]) if none came by `hedge_at`.
+    Wait {
+        handoff: oneshot::Receiver<Warm>,
+        hedge_at: Instant,
+    },
+    /// Nothing for this call: it opens its own, cold.
+    Cold,
 }
 
 /// The pool of one client.
@@ -101,9 +152,11 @@ struct State {
     refills: CancellationToken,
 }
 
-/// A refill the pool asked for: which generation it is for, and what ends it.
+/// A refill the pool asked for: which generation it is for, when it began, and what ends
+/// it.
 pub(super) struct Refill {
     generation: u64,
+    began: Instant,
     pub(super) cancel: CancellationToken,
 }
 
@@ -138,19 +191,55 @@ impl Pool {
         self.settings.enabled && !self.lock().closed
     }
 
-    /// A warm context for a call, if one is ready; `stale` receives the contexts found
-    /// unusable or idle too long, to close.
-    pub(super) fn take(&self, key: &PoolKey, stale: &mut Vec<Warm>) -> Option<Warm> {
+    /// A warm context for a call: one ready, or one being opened that no other call waits
+    /// for; `stale` receives the contexts found unusable or idle too long, to close.
+    pub(super) fn take(&self, key: &PoolKey, stale: &mut Vec<Warm>) -> Take {
         let now = Instant::now();
         let mut state = self.lock();
-        let entry = state.entries.get_mut(key)?;
+        let Some(entry) = state.entries.get_mut(key) else {
+            return Take::Cold;
+        };
         while let Some(idle) = entry.idle.pop_front() {
             if now.duration_since(idle.since) < self.settings.idle && idle.context.usable() {
-                return Some(idle.context);
+                return Take::Ready(idle.context);
             }
             stale.push(idle.context);
         }
-        None
+        entry.waiters.retain(|waiter| !waiter.is_closed());
+        // Every context being opened is already someone's: this call opens its own.
+        if entry.waiters.len() >= entry.opening.len() {
+            return Take::Cold;
+        }
+        // The opening that began first (and the one this call most likely gets) is late
+        // once it has taken a quarter longer than usual; the call never waits longer than
+        // one usual open before it asks for its own. Nothing measured yet: at once.
+        let oldest = entry.opening.iter().min().copied().unwrap_or(now);
+        let hedge_at = entry
+            .open_time
+            .map_or(now, |usual| (oldest + usual + usual / 4).min(now + usual));
+        let (sender, handoff) = oneshot::channel();
+        entry.waiters.push_back(sender);
+        Take::Wait { handoff, hedge_at }
+    }
+
+    /// A call that waited for a context being opened until it was late asks for one of
+    /// its own: opened the way a refill is (nothing of the call's is sent before the call
+    /// takes it), handed to the longest waiting call, or kept warm if none waits. `None`
+    /// when the pool is closed.
+    pub(super) fn hedge(&self, key: &PoolKey) -> Option<Refill> {
+        let now = Instant::now();
+        let mut state = self.lock();
+        if state.closed {
+            return None;
+        }
+        let refill = Refill {
+            generation: state.generation,
+            began: now,
+            cancel: state.refills.clone(),
+        };
+        let entry = state.entries.get_mut(key)?;
+        entry.opening.push(now);
+        Some(refill)
     }
 
     /// Notes a call to the server; `Some` when one more context should be opened for it
@@ -169,10 +258,11 @@ impl Pool {
         let total: usize = state
             .entries
             .values()
-            .map(|e| e.idle.len() + e.opening)
+            .map(|e| e.idle.len() + e.opening.len())
             .sum();
         let refill = Refill {
             generation: state.generation,
+            began: now,
             cancel: state.refills.clone(),
         };
         let entry = state.entries.entry(key.clone()).or_default();
@@ -180,16 +270,21 @@ impl Pool {
             .last_call
             .is_some_and(|last| now.duration_since(last) < self.settings.idle);
         entry.last_call = Some(now);
-        let room = entry.idle.len() + entry.opening < self.settings.per_server
-            && total < self.settings.total;
+        // On busy cores, one process start at a time (an HTTP session's open is two round
+        // trips, mostly waiting: on loopback its time varies by 2x from noise alone).
+        let one_at_a_time = matches!(key, PoolKey::Stdio(_)) && entry.contended();
+        let room = entry.idle.len() + entry.opening.len() < self.settings.per_server
+            && total < self.settings.total
+            && (entry.opening.is_empty() || !one_at_a_time);
         (frequent && room).then(|| {
-            entry.opening += 1;
+            entry.opening.push(now);
             refill
         })
     }
 
-    /// A context opened for the pool is ready; returns it when it is not wanted after
-    /// all (the pool is off, full, or was shut down since the refill began), to close.
+    /// A context opened for the pool is ready: it goes to the call waiting longest, else
+    /// it is kept; returns it when it is not wanted after all (the pool is off, full, or
+    /// was shut down since the refill began), to close.
     pub(super) fn put(&self, key: &PoolKey, refill: &Refill, context: Warm) -> Option<Warm> {
         let mut state = self.lock();
         if state.closed || state.generation != refill.generation {
@@ -198,8 +293,16 @@ impl Pool {
         let Some(entry) = state.entries.get_mut(key) else {
             return Some(context);
         };
-        entry.opening = entry.opening.saturating_sub(1);
         let now = Instant::now();
+        entry.finished(refill, now, true);
+        let mut context = context;
+        while let Some(waiter) = entry.waiters.pop_front() {
+            match waiter.send(context) {
+                Ok(()) => return None,
+                // That call stopped waiting.
+                Err(back) => context = back,
+            }
+        }
         // A context that took long to open (a slow launcher) is not kept for a server
         // that has not been called within the idle bound since.
         let called_lately = entry
@@ -215,14 +318,19 @@ impl Pool {
         None
     }
 
-    /// A context being opened for the pool could not be.
+    /// A context being opened for the pool could not be. When nothing else is being
+    /// opened, the calls waiting stop waiting and open their own (whose error, if the
+    /// server cannot be reached, is theirs to report).
     pub(super) fn opened(&self, key: &PoolKey, refill: &Refill) {
         let mut state = self.lock();
         if state.generation != refill.generation {
             return;
         }
         if let Some(entry) = state.entries.get_mut(key) {
-            entry.opening = entry.opening.saturating_sub(1);
+            entry.finished(refill, Instant::now(), false);
+            if entry.opening.is_empty() {
+                entry.waiters.clear();
+            }
         }
     }
 
@@ -244,7 +352,7 @@ impl Pool {
         }
         entries.retain(|_, entry| {
             !entry.idle.is_empty()
-                || entry.opening > 0
+                || !entry.opening.is_empty()
                 || entry
                     .last_call
                     .is_some_and(|last| now.duration_since(last) < idle)

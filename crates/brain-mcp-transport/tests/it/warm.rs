@@ -338,3 +338,61 @@ async fn a_warm_process_that_died_is_not_used() {
     client.shutdown(Duration::from_secs(10)).await;
     assert_eq!(client.stats().child_processes, 0);
 }
+
+/// A call that finds no warm process ready, but one being started (a server slow to
+/// start), waits for that one instead of starting its own beside it: it is served from the
+/// pool, and no extra process was started for it.
+#[tokio::test]
+async fn a_call_takes_the_process_being_started_rather_than_starting_its_own() {
+    brain_mcp_testkit::build_binaries();
+    let dir = tempfile::tempdir().unwrap();
+    let pids = dir.path().join("pids");
+    let endpoint = Endpoint::Stdio(StdioEndpoint::new(
+        brain_mcp_testkit::stdio_binary_path().to_string_lossy(),
+        vec![
+            "--pid-log".to_owned(),
+            pids.to_string_lossy().into_owned(),
+            "--start-delay-ms".to_owned(),
+            "1000".to_owned(),
+        ],
+    ));
+    let started = || -> usize {
+        std::fs::read_to_string(&pids)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    let client = client_with(ClientOptions::default().era(EraPreference::Legacy));
+    // Two cold calls; after the second the pool starts one process, and learns how long
+    // starting one takes.
+    for _ in 0..2 {
+        call(&client, &endpoint, "echo", json!({"message": "x"})).await;
+    }
+    until_warm(&client, 1).await;
+    // This call takes it; after its result the pool starts the next one, which the call
+    // after it finds still starting (it sleeps a second before it reads stdin).
+    call(&client, &endpoint, "echo", json!({"message": "warm"})).await;
+    let ran = call(&client, &endpoint, "echo", json!({"message": "waited"})).await;
+    assert_eq!(ran.text(), "waited");
+    let stats = client.stats();
+    assert_eq!(
+        (stats.warm_served, stats.warm_waited),
+        (2, 1),
+        "the last call was served by the process being started: {stats:?}"
+    );
+    // Two cold calls, the process the third took, the one the fourth waited for, perhaps
+    // the one started after the fourth (if it began before the shutdown) and one the
+    // fourth asked for if the one it waited for was late (busy cores); no cold one.
+    let processes = started();
+    assert!(
+        (4..=5 + stats.warm_hedged).contains(&processes),
+        "{processes} processes: {stats:?}"
+    );
+    client.shutdown(Duration::from_secs(10)).await;
+    let stats = client.stats();
+    assert_eq!(
+        (stats.child_processes, stats.warm_contexts),
+        (0, 0),
+        "{stats:?}"
+    );
+}
