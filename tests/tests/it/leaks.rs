@@ -61,6 +61,25 @@ pub(crate) fn client_fds() -> Vec<String> {
         .collect()
 }
 
+/// [`client_fds`] once the servers this process just started hold still: a wiremock
+/// server opens its runtime (an epoll, an eventfd, a copy of its listener) on a thread of
+/// its own after `MockServer::start` has returned, so a baseline taken at once can miss
+/// them. Reads until the count has not changed for 250 ms (at most 5 s).
+pub(crate) async fn settled_fds() -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut fds = client_fds();
+    let mut still_since = Instant::now();
+    while Instant::now() < deadline && still_since.elapsed() < Duration::from_millis(250) {
+        tokio::time::sleep(Duration::from_millis(25)).await;
+        let now = client_fds();
+        if now.len() != fds.len() {
+            still_since = Instant::now();
+        }
+        fds = now;
+    }
+    fds
+}
+
 /// Waits (up to `timeout`) until this process holds no more file descriptors than it did
 /// when `before` was taken (by [`client_fds`]); panics naming what it holds in excess, by
 /// what each descriptor refers to and how many more of it there are (names such as
