@@ -162,6 +162,11 @@ impl ToolHostBuilder {
 
     /// Compiles the policy and builds the host. With the `otel` feature, the host's
     /// metrics are made on the global meter provider as it is now: set yours first.
+    ///
+    /// # Errors
+    /// [`BuildError::Policy`] when a binding's schema does not compile (a config loaded
+    /// from JSON has none such); [`BuildError::Client`] when no client was given and the
+    /// default one cannot be built (its TLS setup failed).
     pub fn build(self) -> Result<ToolHost, BuildError> {
         let policy = Policy::new(&self.config)?;
         let telemetry = Telemetry::new(&self.config, self.record_tenant, self.record_sizes);
@@ -221,6 +226,10 @@ impl fmt::Debug for ToolHost {
 
 impl ToolHost {
     /// A host for a config, with its own MCP client and no HTTP executor.
+    ///
+    /// # Errors
+    /// As [`ToolHostBuilder::build`]: a schema that does not compile, or an MCP client
+    /// that cannot be built.
     pub fn new(config: &HostConfig) -> Result<Self, BuildError> {
         Self::builder(config.clone()).build()
     }

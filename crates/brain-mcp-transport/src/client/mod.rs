@@ -338,6 +338,13 @@ impl McpClient {
     /// A client with its own connection pool. Needs no runtime to be built (calls do).
     /// It changes no process-wide state: TLS uses rustls with the `ring` provider,
     /// configured for this client only.
+    ///
+    /// # Errors
+    /// A [`ClientBuildError`] when the HTTP client cannot be set up from the options: a
+    /// [`proxy`](ClientOptions::proxy) URL that is not one, a
+    /// [`root_certificates_pem`](ClientOptions::root_certificates_pem) or
+    /// [`client_certificate_pem`](ClientOptions::client_certificate_pem) that does not
+    /// parse, or TLS that cannot be configured. Its source is the library's error.
     pub fn new(options: ClientOptions) -> Result<Self, ClientBuildError> {
         let http = Clients {
             pooled: pooled_client(&options.network)?,
@@ -398,6 +405,17 @@ impl McpClient {
     /// the server in the `_meta` of the call's requests (`traceparent`, `tracestate`,
     /// `baggage`: SEP-414), and the steps that take time are spans of their own (`open`,
     /// `authorize`, `request`).
+    ///
+    /// # Errors
+    /// A [`CallError`] when the call produced no result; its [`kind`](CallError::kind)
+    /// says why and its [`delivery`](CallError::delivery) whether the tool may have run:
+    /// the server could not be reached (`connect`), answered an HTTP error status
+    /// (`http_status`), a JSON-RPC error or something that is not MCP (`protocol`); the
+    /// deadline passed (`timeout`) or the cancel token fired (`cancelled`); the response
+    /// exceeded `max_output_bytes` (`output_too_large`); for a call with an
+    /// [`Authorization`](crate::Authorization), no token could be obtained
+    /// (`authorization_required`, `authorization_failed`, `credential_store`). A tool
+    /// that reports its own error (`isError`) is not an `Err`: it is a result.
     pub async fn call(&self, request: CallRequest) -> Result<CallOutcome, CallError> {
         if request.authorization.is_some() {
             return grants::call(self, request).await;
@@ -672,8 +690,12 @@ impl McpClient {
         });
     }
 
-    /// Lists every tool of a server. Fails on more than `max_pages` pages, on the
-    /// deadline, and as a call would on connection, HTTP, auth and protocol failures.
+    /// Lists every tool of a server.
+    ///
+    /// # Errors
+    /// A [`CallError`]: `protocol` on more than `max_pages` pages or a page that is not a
+    /// `tools/list` result, `timeout` on the deadline, and as [`McpClient::call`] fails on
+    /// connection, HTTP, authorization and protocol failures.
     pub async fn discover(&self, request: DiscoveryRequest) -> Result<Discovery, CallError> {
         if request.authorization.is_some() {
             return grants::discover(self, request, None).await;

@@ -306,6 +306,10 @@ impl Lease {
     }
 
     /// Ends the lease now (a lease dropped unreleased ends when it expires).
+    ///
+    /// # Errors
+    /// The store's own [`StoreError`] when it could not end the lease (its database
+    /// unreachable, say); the lease then ends when its time-to-live passes.
     pub async fn release(self) -> Result<(), StoreError> {
         self.0.release().await
     }
@@ -315,6 +319,10 @@ impl Lease {
 #[async_trait::async_trait]
 pub trait LeaseHolder: Send + Sync + fmt::Debug {
     /// Ends the lease.
+    ///
+    /// # Errors
+    /// A [`StoreError`] when the store cannot be reached to end it; the lease then ends
+    /// when its time-to-live passes.
     async fn release(self: Box<Self>) -> Result<(), StoreError>;
 }
 
@@ -396,10 +404,19 @@ pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(30);
 #[async_trait::async_trait]
 pub trait CredentialStore: Send + Sync + fmt::Debug {
     /// The grant stored under `key`, with its version, if any.
+    ///
+    /// # Errors
+    /// `Unavailable` when the store cannot be reached, `Corrupt` when the record under
+    /// `key` cannot be read (the message names it), `Failed` when the store refuses.
     async fn load(&self, key: &GrantKey) -> Result<Option<VersionedGrant>, StoreError>;
 
     /// Stores `grant` under `key` if what is stored is what `expected` says; returns the
     /// new version, or [`Swap::Conflict`] (nothing written).
+    ///
+    /// # Errors
+    /// `Unavailable` when the store cannot be reached, `Failed` when it refuses the write
+    /// (permissions, a full disk). A write that lost a race is not an error: it is
+    /// [`Swap::Conflict`].
     async fn save(
         &self,
         key: &GrantKey,
@@ -409,6 +426,10 @@ pub trait CredentialStore: Send + Sync + fmt::Debug {
 
     /// Removes the grant under `key`: only at `version` if one is given (else whatever
     /// is there). No grant is no error.
+    ///
+    /// # Errors
+    /// `Unavailable` when the store cannot be reached, `Failed` when it refuses. A grant
+    /// at another version is not an error: it is [`Swap::Conflict`].
     async fn remove(
         &self,
         key: &GrantKey,
@@ -418,10 +439,18 @@ pub trait CredentialStore: Send + Sync + fmt::Debug {
     /// The keys of every grant a tenant has for a resource (one per issuer). A record the
     /// store knows to be theirs but cannot read is an error (`Corrupt`, naming it), so
     /// that the tenant hears of it; [`purge`](Self::purge) removes it.
+    ///
+    /// # Errors
+    /// `Unavailable` when the store cannot be reached, `Corrupt` for a record that is
+    /// theirs but cannot be read, `Failed` when the store refuses.
     async fn keys(&self, tenant: &str, resource: &str) -> Result<Vec<GrantKey>, StoreError>;
 
     /// Removes every grant a tenant has for a resource, readable or not (a logout);
     /// returns how many.
+    ///
+    /// # Errors
+    /// As [`keys`](Self::keys) and [`remove`](Self::remove) fail; grants removed
+    /// before the error stay removed.
     async fn purge(&self, tenant: &str, resource: &str) -> Result<usize, StoreError> {
         let keys = self.keys(tenant, resource).await?;
         for key in &keys {
@@ -432,6 +461,10 @@ pub trait CredentialStore: Send + Sync + fmt::Debug {
 
     /// Takes the lease on `key` for `ttl` if nobody holds it; `None` when another holder
     /// does (try again later).
+    ///
+    /// # Errors
+    /// `Unavailable` when the store cannot be reached, `Failed` when it refuses. A lease
+    /// someone else holds is not an error: it is `None`.
     async fn try_lease(&self, key: &GrantKey, ttl: Duration) -> Result<Option<Lease>, StoreError>;
 
     /// How long leases last in this store (default [`DEFAULT_LEASE_TTL`]).
