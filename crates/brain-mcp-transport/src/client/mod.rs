@@ -58,6 +58,70 @@ const LONGEST_BOUND: Duration = Duration::from_secs(365 * 24 * 60 * 60);
 
 /// Options of an [`McpClient`]: `ClientOptions::default()`, then the setters. A duration
 /// longer than a year is taken as a year (`Duration::MAX` means "as long as can be").
+///
+/// A call's own deadline is not here: it is the call's (`CallRequest::new`'s timeout, or
+/// `ToolCall::timeout` in `brain-tools`, within the binding's `timeout_seconds`).
+///
+/// # Examples
+///
+/// A client for a host behind a corporate proxy, whose servers use a private CA and ask
+/// for a client certificate (mutual TLS). Certificates and keys are PEM; a host reads
+/// them from its files or its secret manager. The options are checked when the client is
+/// built, so a key that is not one fails there, before any call.
+///
+/// ```
+/// use std::{sync::Arc, time::Duration};
+/// use brain_mcp_transport::{
+///     ClientOptions, EraPreference, McpClient, MemoryCredentialStore, Secret,
+/// };
+///
+/// # fn pki() -> (String, String, String) {
+/// #     use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+/// #     let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+/// #     ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+/// #     let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate().unwrap()).unwrap();
+/// #     let key = KeyPair::generate().unwrap();
+/// #     let leaf = CertificateParams::new(vec!["brain-host".to_owned()]).unwrap();
+/// #     let leaf = leaf.signed_by(&key, &ca).unwrap();
+/// #     (ca.pem(), leaf.pem(), key.serialize_pem())
+/// # }
+/// # fn main() -> Result<(), brain_mcp_transport::ClientBuildError> {
+/// # let (ca_pem, client_pem, client_key) = pki();
+/// // ca_pem = std::fs::read("private-ca.pem")?, and so on.
+/// let options = ClientOptions::default()
+///     // Who this client is to servers, and which protocol era it speaks.
+///     .client_info("acme-agent-host", "4.2.0")
+///     .era(EraPreference::Auto)
+///     // Every request (MCP and OAuth) through the proxy; by default the environment's
+///     // HTTPS_PROXY, HTTP_PROXY, ALL_PROXY and NO_PROXY apply, and `.no_proxy()` ignores them.
+///     .proxy("http://proxy.internal.example:3128")
+///     // A private CA trusted beside the platform's roots, and a client certificate.
+///     .root_certificates_pem(ca_pem)
+///     .client_certificate_pem(client_pem.clone(), Secret::new(client_key))
+///     // Bounds on what is not a call's: closing a context, a response that is not a
+///     // call's result, how long what a server supports is remembered.
+///     .close_timeout(Duration::from_secs(2))
+///     .max_response_bytes(4 * 1024 * 1024)
+///     .discovery_ttl(Duration::from_secs(600))
+///     // Contexts opened ahead of calls (legacy sessions, stdio processes).
+///     .warm_per_server(4)
+///     .warm_idle(Duration::from_secs(60))
+///     // Where tenants' delegated OAuth grants are kept (this is the default).
+///     .credential_store(Arc::new(MemoryCredentialStore::new()));
+/// let client = McpClient::new(options)?;
+/// # drop(client);
+///
+/// // A key that is not one: the client is not built, and the error says what failed.
+/// let broken = ClientOptions::default()
+///     .client_certificate_pem(client_pem, Secret::new("not a key"));
+/// let error = McpClient::new(broken).unwrap_err();
+/// assert_eq!(
+///     error.to_string(),
+///     "the MCP client could not be built: the client certificate's key is not a PEM private key"
+/// );
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone)]
 pub struct ClientOptions {
     era: EraPreference,
@@ -341,10 +405,12 @@ impl McpClient {
     ///
     /// # Errors
     /// A [`ClientBuildError`] when the HTTP client cannot be set up from the options: a
-    /// [`proxy`](ClientOptions::proxy) URL that is not one, a
-    /// [`root_certificates_pem`](ClientOptions::root_certificates_pem) or
-    /// [`client_certificate_pem`](ClientOptions::client_certificate_pem) that does not
-    /// parse, or TLS that cannot be configured. Its source is the library's error.
+    /// [`proxy`](ClientOptions::proxy) URL that is not one, a malformed PEM block in
+    /// [`root_certificates_pem`](ClientOptions::root_certificates_pem), a
+    /// [`client_certificate_pem`](ClientOptions::client_certificate_pem) whose chain or
+    /// key does not parse or do not match, or TLS that cannot be configured. Its source
+    /// is the library's error (but for the proxy URL and the key, whose library errors
+    /// may quote secrets and are not kept).
     pub fn new(options: ClientOptions) -> Result<Self, ClientBuildError> {
         let http = Clients {
             pooled: pooled_client(&options.network)?,

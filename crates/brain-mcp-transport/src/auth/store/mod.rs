@@ -401,6 +401,26 @@ pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(30);
 /// [`MemoryCredentialStore`] (one process), [`FileCredentialStore`] (one machine) and,
 /// with the `postgres` feature, `PostgresCredentialStore` (a fleet) implement it; a host
 /// may implement it over its own storage.
+///
+/// # Implementing a store
+///
+/// With `#[async_trait::async_trait]` (`brain_tools::async_trait` for a host that depends
+/// on `brain-tools` alone). A store of one's own keeps the contract above:
+/// - `save` and `remove` compare and write in one step (one transaction, or one
+///   conditional statement such as `UPDATE ... WHERE version = $expected`), and a write
+///   that finds something else answers [`Swap::Conflict`], not an error;
+/// - a new [`GrantVersion`] on every write, never one used before under the key, even
+///   after the grant was removed (a sequence, or a random number);
+/// - `try_lease` gives a key's lease to one holder at a time, and to the next once its
+///   `ttl` has passed; a holder's `release` ends only its own lease (an expired one may
+///   have passed on);
+/// - a driver's failure is a [`StoreError`] of kind `Unavailable` (try again later),
+///   `Corrupt` or `Failed`, with the driver's error as its source
+///   ([`StoreError::with_source`]), and no secret in its message.
+///
+/// A complete example over a map, handed to a host, is on `ToolHostBuilder::client` in
+/// [`brain-tools`](https://docs.rs/brain-tools/latest/brain_tools/struct.ToolHostBuilder.html#method.client);
+/// [`MemoryCredentialStore`] is another ([its source](https://github.com/brain-dev/brain-mcp-tools/blob/main/crates/brain-mcp-transport/src/auth/store/memory.rs)).
 #[async_trait::async_trait]
 pub trait CredentialStore: Send + Sync + fmt::Debug {
     /// The grant stored under `key`, with its version, if any.
