@@ -306,7 +306,7 @@ impl ToolHostBuilder {
 
     /// Whether a call's span carries the tenant (`brain.tenant`; default: it does).
     /// Turn it off where tenant names are data the people who read traces must not see.
-    /// See `docs/observability.md`.
+    /// See [docs/observability.md](https://github.com/brain-dev/brain-mcp-tools/blob/main/docs/observability.md#our-attributes-brain).
     pub fn record_tenant(mut self, record: bool) -> Self {
         self.record_tenant = record;
         self

@@ -277,7 +277,8 @@ impl ClientOptions {
     }
 
     /// Warm contexts (default on): legacy sessions and stdio processes opened before a
-    /// call needs one, each serving exactly one call (see docs/architecture). Off: every
+    /// call needs one, each serving exactly one call (see
+    /// [docs/ARCHITECTURE.md](https://github.com/brain-dev/brain-mcp-tools/blob/main/docs/ARCHITECTURE.md#cratesbrain-mcp-transport)). Off: every
     /// call opens its own, cold.
     pub fn warm_contexts(mut self, on: bool) -> Self {
         self.warm.enabled = on;
