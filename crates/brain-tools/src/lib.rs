@@ -44,6 +44,20 @@
 //! println!("{}", brain_tools::ToolEvent::Result(result).to_json_line());
 //! # Ok(()) }
 //! ```
+//!
+//! Where to start, each with an example:
+//! - a call with a deadline and a cancel token, spawned or awaited: [`ToolCall`];
+//! - where a call's events go, a sink of the host's own: [`EventSink`];
+//! - the client's options (proxy, extra root certificates, a client certificate, era,
+//!   bounds): [`ClientOptions`];
+//! - a credential store of the host's own, handed to the host:
+//!   [`ToolHostBuilder::client`];
+//! - HTTP tools: [`HttpToolExecutor`] (also in the [`ToolCall`] example); a whole host:
+//!   [`examples/minimal_host.rs`](https://github.com/brain-dev/brain-mcp-tools/blob/main/crates/brain-tools/examples/minimal_host.rs).
+//!
+//! Every fallible function says in its `# Errors` section what fails and when; a call
+//! never fails as a Rust error: its failures are `tool.result` events with an error
+//! object ([docs/errors.md](https://github.com/brain-dev/brain-mcp-tools/blob/main/docs/errors.md)).
 
 mod bindings;
 mod executor;
