@@ -80,6 +80,10 @@ impl Counters {
 /// Reads the counters a stdio test server wrote to the file named by `TESTKIT_COUNTERS`.
 ///
 /// The server replaces the file atomically (write, then rename), so a reader never sees half a file.
+///
+/// # Errors
+/// The file cannot be read, or does not hold counters (an error of kind `Other` whose
+/// source is the JSON error).
 pub fn read_counters_file(path: impl AsRef<Path>) -> std::io::Result<Counters> {
     let bytes = std::fs::read(path)?;
     serde_json::from_slice(&bytes).map_err(std::io::Error::other)

@@ -50,6 +50,9 @@ pub struct TestServer {
 
 impl TestServer {
     /// Binds `127.0.0.1:0` and starts serving; the server accepts connections when this returns.
+    ///
+    /// # Errors
+    /// The loopback port cannot be bound.
     pub async fn start(options: ServerOptions) -> std::io::Result<TestServer> {
         let mut kit = Kit::new(
             options.era,

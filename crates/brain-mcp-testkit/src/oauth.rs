@@ -879,6 +879,10 @@ pub struct Page {
 
 /// What a browser would do with a URL: a plain HTTP/1.1 GET on `http` (the servers here
 /// are loopback), never following a redirect, reading at most 64 KiB.
+///
+/// # Errors
+/// A URL that does not parse, is not `http` or has no host, or a connection or I/O
+/// failure (an answer that is not HTTP is a page of status 0).
 pub async fn get(url: &str) -> Result<Page, Box<dyn std::error::Error + Send + Sync>> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let url = url::Url::parse(url)?;

@@ -13,6 +13,9 @@ pub struct RefusedPort {
 
 impl RefusedPort {
     /// Reserves a free loopback port.
+    ///
+    /// # Errors
+    /// No socket can be made or bound to a loopback port.
     pub fn new() -> std::io::Result<Self> {
         let socket = tokio::net::TcpSocket::new_v4()?;
         socket.bind(SocketAddr::from(([127, 0, 0, 1], 0)))?;
@@ -20,6 +23,9 @@ impl RefusedPort {
     }
 
     /// The reserved address.
+    ///
+    /// # Panics
+    /// If the OS cannot tell a bound socket's address (it always can).
     pub fn addr(&self) -> SocketAddr {
         self.socket
             .local_addr()

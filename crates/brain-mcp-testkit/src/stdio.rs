@@ -57,6 +57,9 @@ impl StdioOptions {
 ///
 /// `drop_mid_stream` makes the process exit (status [`EXIT_MID_CALL_STATUS`]) after its progress
 /// notifications; `progress_after_result` writes one more progress line after its response line.
+///
+/// # Errors
+/// Reading stdin or writing stdout failed.
 pub async fn serve_stdio(options: StdioOptions) -> std::io::Result<()> {
     let kit = Arc::new(Kit::new(
         options.era,
@@ -346,7 +349,10 @@ fn binary_path(name: &str, env_override: &str) -> PathBuf {
 
 /// Builds the testkit's binaries (once per process), for tests in other crates that spawn
 /// them: runs `cargo build -p brain-mcp-testkit --bins` with the cargo that runs the
-/// tests (a no-op when they are up to date). Panics when the build fails.
+/// tests (a no-op when they are up to date).
+///
+/// # Panics
+/// When cargo cannot be run or the build fails.
 pub fn build_binaries() {
     static BUILT: std::sync::Once = std::sync::Once::new();
     BUILT.call_once(|| {

@@ -18,7 +18,8 @@
 //! A call (or a discovery) may carry a tenant's OAuth grant ([`Authorization`]): it then
 //! goes with that tenant's access token, obtained when the server asks for one (client
 //! credentials, a delegated grant kept in a [`CredentialStore`], or enterprise-managed
-//! authorization) and cached until shortly before it expires. See `docs/auth.md`.
+//! authorization) and cached until shortly before it expires. See
+//! [docs/auth.md](https://github.com/brain-dev/brain-mcp-tools/blob/main/docs/auth.md).
 //!
 //! The progress token on the wire is the caller's (the call ID); every progress
 //! notification reaches the caller, in wire order, before the result. A call is sent at

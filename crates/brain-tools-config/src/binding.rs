@@ -49,7 +49,8 @@ pub struct ToolBinding {
 }
 
 /// What the model reads of an MCP result that has `structuredContent` and `content`
-/// blocks (`result_content`). docs/events.md says what each keeps.
+/// blocks (`result_content`).
+/// [docs/events.md](https://github.com/brain-dev/brain-mcp-tools/blob/main/docs/events.md#results-the-model-reads-once) says what each keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum ResultContent {

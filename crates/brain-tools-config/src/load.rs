@@ -67,6 +67,13 @@ static ENV_NAME: LazyLock<Regex> =
 impl HostConfig {
     /// Loads a host config from JSON bytes, reading the process environment for the
     /// `token_env` warnings.
+    ///
+    /// # Errors
+    /// [`ConfigErrors`], every problem at once, each with its JSON path: bytes that are not
+    /// UTF-8, more than [`MAX_CONFIG_BYTES`], not one JSON document, or a repeated key in a
+    /// binding; a `tools` array that is missing or not an array; and each binding that does
+    /// not validate (an unknown or missing field, a value of the wrong type or out of
+    /// range, a repeated name, a schema that does not compile).
     pub fn from_json_bytes(bytes: &[u8]) -> Result<Loaded, ConfigErrors> {
         Self::from_json_bytes_with_env(bytes, |name| std::env::var_os(name).is_some())
     }
@@ -77,6 +84,13 @@ impl HostConfig {
     /// The bytes are UTF-8 (a leading byte-order mark is skipped), at most
     /// [`MAX_CONFIG_BYTES`], and one JSON document in which no object in `tools` repeats a
     /// key: a repeated key is a problem, reported with its path, not silently resolved.
+    ///
+    /// # Errors
+    /// [`ConfigErrors`], every problem at once, each with its JSON path: bytes that are not
+    /// UTF-8, more than [`MAX_CONFIG_BYTES`], not one JSON document, or a repeated key in a
+    /// binding; a `tools` array that is missing or not an array; and each binding that does
+    /// not validate (an unknown or missing field, a value of the wrong type or out of
+    /// range, a repeated name, a schema that does not compile).
     pub fn from_json_bytes_with_env(
         bytes: &[u8],
         is_set: impl Fn(&str) -> bool,
@@ -134,6 +148,11 @@ impl HostConfig {
 
     /// Loads a host config from a parsed JSON document (which cannot hold a repeated key
     /// any more: check bytes with [`from_json_bytes`](Self::from_json_bytes)).
+    ///
+    /// # Errors
+    /// [`ConfigErrors`], every problem at once, as
+    /// [`from_json_bytes`](Self::from_json_bytes) reports them (but a repeated key, which
+    /// a parsed document no longer shows).
     pub fn from_json_value_with_env(
         value: &Value,
         is_set: impl Fn(&str) -> bool,

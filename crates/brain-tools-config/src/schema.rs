@@ -79,6 +79,15 @@ impl std::error::Error for SchemaError {}
 /// Compiles a schema for validation: draft 2020-12 unless `$schema` names another known
 /// draft; a `$ref` outside the document, an unknown `$schema` or a schema that does not
 /// compile is an error. The schema itself is not changed.
+///
+/// # Errors
+/// A [`SchemaError`] naming the first problem and where it is: an unknown `$schema`, a
+/// `$ref` outside the document, a place that breaks the draft's meta-schema, or a schema
+/// that does not compile.
+#[allow(
+    clippy::missing_panics_doc,
+    reason = "the one `expect` states an invariant: a schema that fails has a problem"
+)]
 pub fn compile_schema(schema: &Value) -> Result<CompiledSchema, SchemaError> {
     examine(schema, &Path::root())
         .map(|validator| CompiledSchema { validator })

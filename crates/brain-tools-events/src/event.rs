@@ -94,6 +94,10 @@ impl ToolEvent {
     }
 
     /// Parses one line of JSON.
+    ///
+    /// # Errors
+    /// The [`serde_json::Error`] of a line that is not JSON or not a `tool.progress` or
+    /// `tool.result` event.
     pub fn from_json_line(line: &str) -> serde_json::Result<Self> {
         serde_json::from_str(line)
     }

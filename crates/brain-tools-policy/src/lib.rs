@@ -79,6 +79,11 @@ pub struct PolicyError {
 
 impl Policy {
     /// Compiles every binding's schemas.
+    ///
+    /// # Errors
+    /// A [`PolicyError`] naming the first binding whose `input_schema` or `output_schema`
+    /// does not compile (a config loaded with `HostConfig::from_json_bytes` has none: it
+    /// compiles them when it loads).
     pub fn new(config: &HostConfig) -> Result<Self, PolicyError> {
         let mut tools = HashMap::with_capacity(config.tools.len());
         let mut order = Vec::with_capacity(config.tools.len());
@@ -123,6 +128,12 @@ impl Policy {
 
     /// Step 1 of a call: the tool exists, the tenant may use it, and the arguments are a
     /// JSON object that validates against `input_schema`.
+    ///
+    /// # Errors
+    /// [`Denied::UnknownTool`] when there is no such tool or the tenant may not use it
+    /// (the same answer, on purpose); [`Denied::InvalidArguments`], with every violation
+    /// and its instance path, when the arguments are not an object that satisfies
+    /// `input_schema`.
     pub fn check(&self, tenant: &str, tool: &str, arguments: &Value) -> Result<Allowed, Denied> {
         let entry = self
             .tools
@@ -168,6 +179,10 @@ impl Allowed {
 
     /// Validates a result's `structuredContent` against `output_schema`. A binding without
     /// one accepts anything; a binding with one requires structured content.
+    ///
+    /// # Errors
+    /// The [`Violations`] of structured content that does not satisfy `output_schema`, or
+    /// its absence when the binding has one.
     pub fn check_output(&self, structured: Option<&Value>) -> Result<(), Violations> {
         let Some(validator) = &self.entry.output else {
             return Ok(());

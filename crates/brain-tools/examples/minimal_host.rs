@@ -15,13 +15,13 @@
 //! `LISTENING <url>`, and set `MCP_URL` to that URL. With no server there, the call still
 //! ends in one `tool.result`: an error of kind `connect`, delivery `not_sent`.
 //!
-//! It uses nothing but `brain-tools` and `brain-tools-config` (the types a host needs
-//! from the layers below are re-exported by `brain-tools`).
+//! It uses nothing but `brain-tools` (and `serde_json` and `tokio`, as a host does): the
+//! config crate is `brain_tools::config`, and the types a host needs from the layers below
+//! are re-exported.
 
 use std::{process::ExitCode, time::Duration};
 
-use brain_tools::{CallScope, CancellationToken, ToolEvent, ToolHost};
-use brain_tools_config::HostConfig;
+use brain_tools::{CallScope, CancellationToken, HostConfig, ToolEvent, ToolHost};
 
 /// Two tools of one MCP server; `MCP_URL` is filled in from the environment.
 const EMBEDDED: &str = r#"{

@@ -104,6 +104,10 @@ pub enum GrantError {
 /// The transport's grant for a binding's `auth`, its secrets read now through `read`
 /// (a variable name to its value; the process environment in a host), so that a rotated
 /// secret takes effect without a restart.
+///
+/// # Errors
+/// [`GrantError::MissingSecret`] naming the first variable the grant needs that `read`
+/// finds unset or empty.
 pub fn grant_of(
     auth: &McpAuth,
     read: impl Fn(&str) -> Option<String>,

@@ -58,6 +58,12 @@ impl HttpToolOutput {
 /// supplies its own.
 #[async_trait]
 pub trait HttpToolExecutor: Send + Sync + std::fmt::Debug {
-    /// Runs one call. An `Err` becomes the call's failed `tool.result`.
+    /// Runs one call.
+    ///
+    /// # Errors
+    /// A [`ToolError`] when the call failed; it becomes the call's failed `tool.result`
+    /// as it is (its kind, for example `connect`, `http_status` or `executor`, and an
+    /// honest `delivery`: whether the tool may have run). A tool that reports its own
+    /// error is an `Ok` output with `is_error` set.
     async fn execute(&self, call: HttpToolCall) -> Result<HttpToolOutput, ToolError>;
 }

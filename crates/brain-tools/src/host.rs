@@ -116,6 +116,166 @@ impl fmt::Debug for ToolHostBuilder {
 
 impl ToolHostBuilder {
     /// Shares an existing MCP client (one per process is the intent).
+    ///
+    /// # Examples
+    ///
+    /// A [`CredentialStore`](crate::CredentialStore) of the host's own, as if backed by a
+    /// database (here a map behind a mutex, standing for two tables: grants and leases),
+    /// given to the client, and the client to the host. The store keeps the contract the
+    /// client relies on when several processes share it: a write happens only when the
+    /// stored grant is the one the writer expects (compare-and-swap), versions are never
+    /// reused under a key, and one holder at a time gets a key's lease, which passes on
+    /// once its time-to-live is over.
+    ///
+    /// ```
+    /// use std::{collections::HashMap, sync::{Arc, Mutex, MutexGuard}, time::{Duration, Instant}};
+    /// use brain_tools::{
+    ///     ClientOptions, CredentialStore, Expected, GrantKey, GrantVersion, Lease, LeaseHolder,
+    ///     McpClient, Secret, StoreError, StoreErrorKind, StoredGrant, Swap, ToolHost,
+    ///     VersionedGrant, async_trait, config::HostConfig,
+    /// };
+    ///
+    /// /// Grants in "a database". A real store does each method in one transaction or one
+    /// /// conditional statement (`UPDATE ... WHERE version = $expected`), and turns its
+    /// /// driver's error into a `StoreError` with the driver's error as its source:
+    /// /// `StoreError::new(StoreErrorKind::Unavailable, "...").with_source(error)`.
+    /// #[derive(Debug, Default)]
+    /// struct DbStore {
+    ///     db: Arc<Mutex<Tables>>,
+    /// }
+    ///
+    /// #[derive(Debug, Default)]
+    /// struct Tables {
+    ///     grants: HashMap<GrantKey, VersionedGrant>,
+    ///     /// Key -> (holder, until).
+    ///     leases: HashMap<GrantKey, (u64, Instant)>,
+    ///     /// A sequence: a version or holder number is never given out twice.
+    ///     sequence: u64,
+    /// }
+    ///
+    /// impl Tables {
+    ///     fn next(&mut self) -> u64 {
+    ///         self.sequence += 1;
+    ///         self.sequence
+    ///     }
+    /// }
+    ///
+    /// fn tables(db: &Mutex<Tables>) -> Result<MutexGuard<'_, Tables>, StoreError> {
+    ///     db.lock()
+    ///         .map_err(|_| StoreError::new(StoreErrorKind::Unavailable, "the grants database failed"))
+    /// }
+    ///
+    /// #[async_trait]
+    /// impl CredentialStore for DbStore {
+    ///     async fn load(&self, key: &GrantKey) -> Result<Option<VersionedGrant>, StoreError> {
+    ///         Ok(tables(&self.db)?.grants.get(key).cloned())
+    ///     }
+    ///
+    ///     async fn save(
+    ///         &self,
+    ///         key: &GrantKey,
+    ///         grant: &StoredGrant,
+    ///         expected: Expected,
+    ///     ) -> Result<Swap<GrantVersion>, StoreError> {
+    ///         let mut tables = tables(&self.db)?;
+    ///         let current = tables.grants.get(key).map(|stored| stored.version);
+    ///         let matches = match expected {
+    ///             Expected::Absent => current.is_none(),
+    ///             Expected::Version(version) => current == Some(version),
+    ///             Expected::Any => true,
+    ///             _ => return Err(StoreError::new(StoreErrorKind::Failed, "unknown expectation")),
+    ///         };
+    ///         if !matches {
+    ///             return Ok(Swap::Conflict); // another writer got there first: nothing written
+    ///         }
+    ///         let version = GrantVersion::new(tables.next());
+    ///         tables.grants.insert(key.clone(), VersionedGrant::new(grant.clone(), version));
+    ///         Ok(Swap::Done(version))
+    ///     }
+    ///
+    ///     async fn remove(
+    ///         &self,
+    ///         key: &GrantKey,
+    ///         version: Option<GrantVersion>,
+    ///     ) -> Result<Swap<()>, StoreError> {
+    ///         let mut tables = tables(&self.db)?;
+    ///         let current = tables.grants.get(key).map(|stored| stored.version);
+    ///         if version.is_some() && current.is_some() && current != version {
+    ///             return Ok(Swap::Conflict);
+    ///         }
+    ///         tables.grants.remove(key);
+    ///         Ok(Swap::Done(()))
+    ///     }
+    ///
+    ///     async fn keys(&self, tenant: &str, resource: &str) -> Result<Vec<GrantKey>, StoreError> {
+    ///         let tables = tables(&self.db)?;
+    ///         let mut keys: Vec<GrantKey> = tables.grants.keys()
+    ///             .filter(|key| key.tenant == tenant && key.resource == resource)
+    ///             .cloned()
+    ///             .collect();
+    ///         keys.sort();
+    ///         Ok(keys)
+    ///     }
+    ///
+    ///     async fn try_lease(&self, key: &GrantKey, ttl: Duration) -> Result<Option<Lease>, StoreError> {
+    ///         let mut tables = tables(&self.db)?;
+    ///         let now = Instant::now();
+    ///         if tables.leases.get(key).is_some_and(|(_, until)| *until > now) {
+    ///             return Ok(None); // held, and not expired: try again later
+    ///         }
+    ///         let holder = tables.next();
+    ///         tables.leases.insert(key.clone(), (holder, now + ttl));
+    ///         Ok(Some(Lease::new(DbLease { db: self.db.clone(), key: key.clone(), holder })))
+    ///     }
+    /// }
+    ///
+    /// #[derive(Debug)]
+    /// struct DbLease {
+    ///     db: Arc<Mutex<Tables>>,
+    ///     key: GrantKey,
+    ///     holder: u64,
+    /// }
+    ///
+    /// #[async_trait]
+    /// impl LeaseHolder for DbLease {
+    ///     async fn release(self: Box<Self>) -> Result<(), StoreError> {
+    ///         let mut tables = tables(&self.db)?;
+    ///         // Only our own: an expired lease may have passed to another holder.
+    ///         if tables.leases.get(&self.key).is_some_and(|(holder, _)| *holder == self.holder) {
+    ///             tables.leases.remove(&self.key);
+    ///         }
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let store = Arc::new(DbStore::default());
+    ///
+    /// // The contract, as two processes refreshing one grant see it.
+    /// let key = GrantKey::new("acme", "https://mcp.example.com/mcp", "https://auth.example.com");
+    /// let mut grant = StoredGrant::new("brain-host");
+    /// grant.refresh_token = Some(Secret::new("rt-1"));
+    /// let Swap::Done(first) = store.save(&key, &grant, Expected::Absent).await? else { panic!() };
+    /// let lease = store.try_lease(&key, store.lease_ttl()).await?.expect("nobody holds it");
+    /// assert!(store.try_lease(&key, store.lease_ttl()).await?.is_none(), "one holder at a time");
+    /// grant.refresh_token = Some(Secret::new("rt-2"));
+    /// let Swap::Done(second) = store.save(&key, &grant, Expected::Version(first)).await? else {
+    ///     panic!()
+    /// };
+    /// lease.release().await?;
+    /// // A writer that read the first version writes nothing, and reads again.
+    /// assert_eq!(store.save(&key, &grant, Expected::Version(first)).await?, Swap::Conflict);
+    /// assert_eq!(store.load(&key).await?.map(|stored| stored.version), Some(second));
+    ///
+    /// // The store, to the client; the client, to the host.
+    /// let client = McpClient::new(ClientOptions::default().credential_store(store))?;
+    /// let loaded = HostConfig::from_json_bytes(br#"{"tools": []}"#)?;
+    /// let host = ToolHost::builder(loaded.config).client(client).build()?;
+    /// # let _ = host;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn client(mut self, client: McpClient) -> Self {
         self.client = Some(client);
         self
@@ -146,7 +306,7 @@ impl ToolHostBuilder {
 
     /// Whether a call's span carries the tenant (`brain.tenant`; default: it does).
     /// Turn it off where tenant names are data the people who read traces must not see.
-    /// See `docs/observability.md`.
+    /// See [docs/observability.md](https://github.com/brain-dev/brain-mcp-tools/blob/main/docs/observability.md#our-attributes-brain).
     pub fn record_tenant(mut self, record: bool) -> Self {
         self.record_tenant = record;
         self
@@ -162,6 +322,11 @@ impl ToolHostBuilder {
 
     /// Compiles the policy and builds the host. With the `otel` feature, the host's
     /// metrics are made on the global meter provider as it is now: set yours first.
+    ///
+    /// # Errors
+    /// [`BuildError::Policy`] when a binding's schema does not compile (a config loaded
+    /// from JSON has none such); [`BuildError::Client`] when no client was given and the
+    /// default one cannot be built (its TLS setup failed).
     pub fn build(self) -> Result<ToolHost, BuildError> {
         let policy = Policy::new(&self.config)?;
         let telemetry = Telemetry::new(&self.config, self.record_tenant, self.record_sizes);
@@ -221,6 +386,10 @@ impl fmt::Debug for ToolHost {
 
 impl ToolHost {
     /// A host for a config, with its own MCP client and no HTTP executor.
+    ///
+    /// # Errors
+    /// As [`ToolHostBuilder::build`]: a schema that does not compile, or an MCP client
+    /// that cannot be built.
     pub fn new(config: &HostConfig) -> Result<Self, BuildError> {
         Self::builder(config.clone()).build()
     }
@@ -548,6 +717,67 @@ impl ToolHost {
 /// `tool.result` of kind `cancelled` (or whatever ended it first) and an honest
 /// `delivery` sent to the sink. Only the return value is lost; give the call a sink to
 /// keep it.
+///
+/// # Examples
+///
+/// A deadline and a cancel, on a tool that takes its time (an HTTP tool whose executor
+/// waits until it is cancelled, so that this runs without a server): a call past its
+/// deadline ends with `timeout`, a cancelled one with `cancelled`, and either way the
+/// sink gets every `tool.progress` and then the one `tool.result`.
+///
+/// ```
+/// use std::{sync::Arc, time::Duration};
+/// use brain_tools::{
+///     CallScope, CancellationToken, ErrorKind, HttpToolCall, HttpToolExecutor, HttpToolOutput,
+///     Progress, ToolError, ToolEvent, ToolHost, async_trait, config::HostConfig,
+/// };
+///
+/// /// Reports progress, then works until the host cancels it.
+/// #[derive(Debug)]
+/// struct Slow;
+///
+/// #[async_trait]
+/// impl HttpToolExecutor for Slow {
+///     async fn execute(&self, call: HttpToolCall) -> Result<HttpToolOutput, ToolError> {
+///         let _ = call.progress.send(Progress::new(1.0, Some(10.0), None));
+///         call.cancel.cancelled().await; // fired on a timeout or a cancel
+///         Ok(HttpToolOutput::new(Vec::new(), false, None))
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let loaded = HostConfig::from_json_bytes(br#"{"tools": [{
+///     "name": "report", "url": "https://api.example.com/report",
+///     "input_schema": {"type": "object"}, "tenants": ["acme"], "timeout_seconds": 300
+/// }]}"#)?;
+/// let host = ToolHost::builder(loaded.config).http_executor(Arc::new(Slow)).build()?;
+///
+/// // A deadline sooner than the binding's 300 s: the call ends with `timeout`.
+/// let (events, mut rx) = tokio::sync::mpsc::unbounded_channel();
+/// let result = host
+///     .call(CallScope::new("acme", "s1", "c1"), "report", serde_json::json!({}))
+///     .timeout(Duration::from_millis(50))
+///     .sink(Arc::new(events))
+///     .await;
+/// assert_eq!(result.error.as_ref().map(|e| e.kind), Some(ErrorKind::Timeout));
+/// assert!(matches!(rx.recv().await, Some(ToolEvent::Progress(_))));
+/// assert!(matches!(rx.recv().await, Some(ToolEvent::Result(r)) if r == result));
+///
+/// // A cancel token (one token may end every call of a model session): the call is
+/// // spawned, since it is owned and `Send + 'static`, and cancelled while it runs.
+/// let session = CancellationToken::new();
+/// let call = host
+///     .call(CallScope::new("acme", "s1", "c2"), "report", serde_json::json!({}))
+///     .cancel(session.clone());
+/// let running = tokio::spawn(call.into_future());
+/// tokio::time::sleep(Duration::from_millis(20)).await;
+/// session.cancel();
+/// let result = running.await?;
+/// assert_eq!(result.error.map(|e| e.kind), Some(ErrorKind::Cancelled));
+/// # Ok(())
+/// # }
+/// ```
 #[must_use = "a call does nothing until it is awaited"]
 pub struct ToolCall {
     host: ToolHost,

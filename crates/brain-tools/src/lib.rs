@@ -18,7 +18,7 @@
 //! Each call runs in a `tool_call` span that is OpenTelemetry's MCP client span
 //! (`tools/call {mcp_tool}`); with the `otel` feature its trace context goes to the
 //! server in `params._meta` (SEP-414) and the call metrics are recorded. See
-//! `docs/observability.md`.
+//! [docs/observability.md](https://github.com/brain-dev/brain-mcp-tools/blob/main/docs/observability.md).
 //!
 //! HTTP and SSE tools (bindings without `mcp_tool`) are handed to an
 //! [`HttpToolExecutor`] the host supplies.
@@ -27,12 +27,13 @@
 //! ([`grant_of`] reads the grant's secrets from their variables at call time); a tenant
 //! without a usable grant gets `authorization_required`, with the `mcp-tools login`
 //! command to run. The client's [`ClientOptions`] take the credential store, the
-//! [`Authorizer`] and the [`IdentityTokenProvider`]; see `docs/auth.md`.
+//! [`Authorizer`] and the [`IdentityTokenProvider`]; see
+//! [docs/auth.md](https://github.com/brain-dev/brain-mcp-tools/blob/main/docs/auth.md).
 //!
 //! ```no_run
 //! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
 //! use brain_tools::{CallScope, ToolHost};
-//! let config = brain_tools_config::HostConfig::from_json_bytes(&std::fs::read("host.json")?)?;
+//! let config = brain_tools::HostConfig::from_json_bytes(&std::fs::read("host.json")?)?;
 //! let host = ToolHost::new(&config.config)?;
 //! let (events, mut rx) = tokio::sync::mpsc::unbounded_channel();
 //! let scope = CallScope::new("local", "s1", "c1");
@@ -43,6 +44,20 @@
 //! println!("{}", brain_tools::ToolEvent::Result(result).to_json_line());
 //! # Ok(()) }
 //! ```
+//!
+//! Where to start, each with an example:
+//! - a call with a deadline and a cancel token, spawned or awaited: [`ToolCall`];
+//! - where a call's events go, a sink of the host's own: [`EventSink`];
+//! - the client's options (proxy, extra root certificates, a client certificate, era,
+//!   bounds): [`ClientOptions`];
+//! - a credential store of the host's own, handed to the host:
+//!   [`ToolHostBuilder::client`];
+//! - HTTP tools: [`HttpToolExecutor`] (also in the [`ToolCall`] example); a whole host:
+//!   [`examples/minimal_host.rs`](https://github.com/brain-dev/brain-mcp-tools/blob/main/crates/brain-tools/examples/minimal_host.rs).
+//!
+//! Every fallible function says in its `# Errors` section what fails and when; a call
+//! never fails as a Rust error: its failures are `tool.result` events with an error
+//! object ([docs/errors.md](https://github.com/brain-dev/brain-mcp-tools/blob/main/docs/errors.md)).
 
 mod bindings;
 mod executor;

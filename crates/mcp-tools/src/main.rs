@@ -1,5 +1,5 @@
 //! `mcp-tools`: turn tools on an MCP server into Brain tool bindings; run and check them.
-//! See `docs/cli.md`.
+//! See [docs/cli.md](https://github.com/brain-dev/brain-mcp-tools/blob/main/docs/cli.md).
 
 mod cli;
 mod commands;

@@ -201,6 +201,9 @@ impl DpopState {
 
 /// A new ES256 key pair as a credential store keeps a grant's DPoP key (PKCS#8,
 /// base64url): for a grant that a test or the benchmark stores itself.
+///
+/// # Panics
+/// When the system's random source fails.
 pub fn stored_key() -> String {
     let document =
         EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &SystemRandom::new())

@@ -92,6 +92,11 @@ pub trait Authorizer: Send + Sync + fmt::Debug {
     }
 
     /// Has the user authorize; returns the full redirect URL.
+    ///
+    /// # Errors
+    /// Whatever error the host has when the user did not authorize (gave up, timed out,
+    /// cannot be reached). Its text is not shown: the operation fails with
+    /// `authorization_failed` ("the authorizer did not complete the authorization").
     async fn authorize(&self, prompt: &AuthorizationPrompt) -> Result<String, HostAuthError>;
 }
 
@@ -101,6 +106,12 @@ pub trait Authorizer: Send + Sync + fmt::Debug {
 #[async_trait::async_trait]
 pub trait IdentityTokenProvider: Send + Sync + fmt::Debug {
     /// The tenant's identity token.
+    ///
+    /// # Errors
+    /// Whatever error the host has when it cannot tell (its identity provider down, say).
+    /// Its text is not shown: the call fails with `authorization_failed`. A tenant that
+    /// simply has no identity token is `Ok(None)`, and the call fails with
+    /// `authorization_required`.
     async fn identity_token(
         &self,
         tenant: &str,

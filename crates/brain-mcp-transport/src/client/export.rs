@@ -31,7 +31,10 @@ pub struct ExportHttpClient {
 
 impl ExportHttpClient {
     /// A client whose requests each end within `timeout`, run on the current tokio runtime.
-    /// Fails outside a runtime, or when TLS cannot be set up.
+    ///
+    /// # Errors
+    /// A [`ClientBuildError`] when it is called outside a tokio runtime, or when TLS
+    /// cannot be set up (the error's source says why).
     pub fn new(timeout: Duration) -> Result<Self, ClientBuildError> {
         let runtime = Handle::try_current().map_err(|error| {
             ClientBuildError::from((

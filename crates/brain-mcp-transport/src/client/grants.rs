@@ -148,6 +148,14 @@ impl McpClient {
     ///
     /// Returns the grant's status afterwards; [`GrantStatus::Missing`] for a delegated
     /// grant means the server never asked for authorization.
+    ///
+    /// # Errors
+    /// A [`CallError`] as [`McpClient::discover`] fails (the server unreachable or not
+    /// MCP, `timeout` once `timeout` has passed); `authorization_required` or
+    /// `authorization_failed` when no token could be obtained (the flow run by
+    /// `authorizer` did not complete, the authorization server's metadata or token
+    /// endpoint failed, `url` is not an HTTP server); `credential_store` when the grant
+    /// could not be read or stored.
     pub async fn authorize(
         &self,
         url: &str,
@@ -163,6 +171,10 @@ impl McpClient {
 
     /// Removes a tenant's grant for a server (`mcp-tools logout`): its stored delegated
     /// grants and every token held in memory. Returns how many stored grants were removed.
+    ///
+    /// # Errors
+    /// A [`CallError`] of kind `credential_store` when the credential store could not be
+    /// reached or refused to remove a grant (the tokens in memory are forgotten anyway).
     pub async fn forget_grant(
         &self,
         url: &str,
@@ -173,6 +185,10 @@ impl McpClient {
 
     /// Whether a tenant has a usable grant for a server (`mcp-tools check --live`): reads
     /// the credential store, sends nothing.
+    ///
+    /// # Errors
+    /// A [`CallError`] of kind `credential_store` when the store could not be reached, or
+    /// holds a grant of the tenant's that it cannot read (the message names it).
     pub async fn grant_status(
         &self,
         url: &str,

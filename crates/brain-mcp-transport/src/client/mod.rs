@@ -58,6 +58,70 @@ const LONGEST_BOUND: Duration = Duration::from_secs(365 * 24 * 60 * 60);
 
 /// Options of an [`McpClient`]: `ClientOptions::default()`, then the setters. A duration
 /// longer than a year is taken as a year (`Duration::MAX` means "as long as can be").
+///
+/// A call's own deadline is not here: it is the call's (`CallRequest::new`'s timeout, or
+/// `ToolCall::timeout` in `brain-tools`, within the binding's `timeout_seconds`).
+///
+/// # Examples
+///
+/// A client for a host behind a corporate proxy, whose servers use a private CA and ask
+/// for a client certificate (mutual TLS). Certificates and keys are PEM; a host reads
+/// them from its files or its secret manager. The options are checked when the client is
+/// built, so a key that is not one fails there, before any call.
+///
+/// ```
+/// use std::{sync::Arc, time::Duration};
+/// use brain_mcp_transport::{
+///     ClientOptions, EraPreference, McpClient, MemoryCredentialStore, Secret,
+/// };
+///
+/// # fn pki() -> (String, String, String) {
+/// #     use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+/// #     let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+/// #     ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+/// #     let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate().unwrap()).unwrap();
+/// #     let key = KeyPair::generate().unwrap();
+/// #     let leaf = CertificateParams::new(vec!["brain-host".to_owned()]).unwrap();
+/// #     let leaf = leaf.signed_by(&key, &ca).unwrap();
+/// #     (ca.pem(), leaf.pem(), key.serialize_pem())
+/// # }
+/// # fn main() -> Result<(), brain_mcp_transport::ClientBuildError> {
+/// # let (ca_pem, client_pem, client_key) = pki();
+/// // ca_pem = std::fs::read("private-ca.pem")?, and so on.
+/// let options = ClientOptions::default()
+///     // Who this client is to servers, and which protocol era it speaks.
+///     .client_info("acme-agent-host", "4.2.0")
+///     .era(EraPreference::Auto)
+///     // Every request (MCP and OAuth) through the proxy; by default the environment's
+///     // HTTPS_PROXY, HTTP_PROXY, ALL_PROXY and NO_PROXY apply, and `.no_proxy()` ignores them.
+///     .proxy("http://proxy.internal.example:3128")
+///     // A private CA trusted beside the platform's roots, and a client certificate.
+///     .root_certificates_pem(ca_pem)
+///     .client_certificate_pem(client_pem.clone(), Secret::new(client_key))
+///     // Bounds on what is not a call's: closing a context, a response that is not a
+///     // call's result, how long what a server supports is remembered.
+///     .close_timeout(Duration::from_secs(2))
+///     .max_response_bytes(4 * 1024 * 1024)
+///     .discovery_ttl(Duration::from_secs(600))
+///     // Contexts opened ahead of calls (legacy sessions, stdio processes).
+///     .warm_per_server(4)
+///     .warm_idle(Duration::from_secs(60))
+///     // Where tenants' delegated OAuth grants are kept (this is the default).
+///     .credential_store(Arc::new(MemoryCredentialStore::new()));
+/// let client = McpClient::new(options)?;
+/// # drop(client);
+///
+/// // A key that is not one: the client is not built, and the error says what failed.
+/// let broken = ClientOptions::default()
+///     .client_certificate_pem(client_pem, Secret::new("not a key"));
+/// let error = McpClient::new(broken).unwrap_err();
+/// assert_eq!(
+///     error.to_string(),
+///     "the MCP client could not be built: the client certificate's key is not a PEM private key"
+/// );
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone)]
 pub struct ClientOptions {
     era: EraPreference,
@@ -213,7 +277,8 @@ impl ClientOptions {
     }
 
     /// Warm contexts (default on): legacy sessions and stdio processes opened before a
-    /// call needs one, each serving exactly one call (see docs/architecture). Off: every
+    /// call needs one, each serving exactly one call (see
+    /// [docs/ARCHITECTURE.md](https://github.com/brain-dev/brain-mcp-tools/blob/main/docs/ARCHITECTURE.md#cratesbrain-mcp-transport)). Off: every
     /// call opens its own, cold.
     pub fn warm_contexts(mut self, on: bool) -> Self {
         self.warm.enabled = on;
@@ -338,6 +403,15 @@ impl McpClient {
     /// A client with its own connection pool. Needs no runtime to be built (calls do).
     /// It changes no process-wide state: TLS uses rustls with the `ring` provider,
     /// configured for this client only.
+    ///
+    /// # Errors
+    /// A [`ClientBuildError`] when the HTTP client cannot be set up from the options: a
+    /// [`proxy`](ClientOptions::proxy) URL that is not one, a malformed PEM block in
+    /// [`root_certificates_pem`](ClientOptions::root_certificates_pem), a
+    /// [`client_certificate_pem`](ClientOptions::client_certificate_pem) whose chain or
+    /// key does not parse or do not match, or TLS that cannot be configured. Its source
+    /// is the library's error (but for the proxy URL and the key, whose library errors
+    /// may quote secrets and are not kept).
     pub fn new(options: ClientOptions) -> Result<Self, ClientBuildError> {
         let http = Clients {
             pooled: pooled_client(&options.network)?,
@@ -398,6 +472,17 @@ impl McpClient {
     /// the server in the `_meta` of the call's requests (`traceparent`, `tracestate`,
     /// `baggage`: SEP-414), and the steps that take time are spans of their own (`open`,
     /// `authorize`, `request`).
+    ///
+    /// # Errors
+    /// A [`CallError`] when the call produced no result; its [`kind`](CallError::kind)
+    /// says why and its [`delivery`](CallError::delivery) whether the tool may have run:
+    /// the server could not be reached (`connect`), answered an HTTP error status
+    /// (`http_status`), a JSON-RPC error or something that is not MCP (`protocol`); the
+    /// deadline passed (`timeout`) or the cancel token fired (`cancelled`); the response
+    /// exceeded `max_output_bytes` (`output_too_large`); for a call with an
+    /// [`Authorization`](crate::Authorization), no token could be obtained
+    /// (`authorization_required`, `authorization_failed`, `credential_store`). A tool
+    /// that reports its own error (`isError`) is not an `Err`: it is a result.
     pub async fn call(&self, request: CallRequest) -> Result<CallOutcome, CallError> {
         if request.authorization.is_some() {
             return grants::call(self, request).await;
@@ -672,8 +757,12 @@ impl McpClient {
         });
     }
 
-    /// Lists every tool of a server. Fails on more than `max_pages` pages, on the
-    /// deadline, and as a call would on connection, HTTP, auth and protocol failures.
+    /// Lists every tool of a server.
+    ///
+    /// # Errors
+    /// A [`CallError`]: `protocol` on more than `max_pages` pages or a page that is not a
+    /// `tools/list` result, `timeout` on the deadline, and as [`McpClient::call`] fails on
+    /// connection, HTTP, authorization and protocol failures.
     pub async fn discover(&self, request: DiscoveryRequest) -> Result<Discovery, CallError> {
         if request.authorization.is_some() {
             return grants::discover(self, request, None).await;

@@ -19,6 +19,10 @@ use crate::{
 impl DiscoveredTool {
     /// The tools of one `tools/list` result (the JSON of its `result`), as this client
     /// reads them: what a discovery returns for that page.
+    ///
+    /// # Errors
+    /// The [`serde_json::Error`] of a result that is not a `tools/list` result (no `tools`
+    /// array, a tool without a `name` or an `inputSchema` object).
     pub fn from_list_result(result: &serde_json::Value) -> Result<Vec<Self>, serde_json::Error> {
         let message = serde_json::json!({"jsonrpc": "2.0", "id": 0, "result": result});
         let result = match keep_task_support(&message.to_string()) {

@@ -1,6 +1,7 @@
 //! OpenTelemetry for the binary (feature `otel`, on by default): spans and metrics over
 //! OTLP/HTTP (protobuf), configured by the standard `OTEL_*` environment variables, and
-//! nothing at all unless an endpoint is set. See docs/observability.md.
+//! nothing at all unless an endpoint is set. See
+//! [docs/observability.md](https://github.com/brain-dev/brain-mcp-tools/blob/main/docs/observability.md#mcp-tools).
 //!
 //! Honoured: `OTEL_SDK_DISABLED`, `OTEL_TRACES_EXPORTER` and `OTEL_METRICS_EXPORTER`
 //! (`otlp` or `none`), `OTEL_EXPORTER_OTLP_ENDPOINT` and the per-signal

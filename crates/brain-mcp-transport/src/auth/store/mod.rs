@@ -306,6 +306,10 @@ impl Lease {
     }
 
     /// Ends the lease now (a lease dropped unreleased ends when it expires).
+    ///
+    /// # Errors
+    /// The store's own [`StoreError`] when it could not end the lease (its database
+    /// unreachable, say); the lease then ends when its time-to-live passes.
     pub async fn release(self) -> Result<(), StoreError> {
         self.0.release().await
     }
@@ -315,6 +319,10 @@ impl Lease {
 #[async_trait::async_trait]
 pub trait LeaseHolder: Send + Sync + fmt::Debug {
     /// Ends the lease.
+    ///
+    /// # Errors
+    /// A [`StoreError`] when the store cannot be reached to end it; the lease then ends
+    /// when its time-to-live passes.
     async fn release(self: Box<Self>) -> Result<(), StoreError>;
 }
 
@@ -393,13 +401,42 @@ pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(30);
 /// [`MemoryCredentialStore`] (one process), [`FileCredentialStore`] (one machine) and,
 /// with the `postgres` feature, `PostgresCredentialStore` (a fleet) implement it; a host
 /// may implement it over its own storage.
+///
+/// # Implementing a store
+///
+/// With `#[async_trait::async_trait]` (`brain_tools::async_trait` for a host that depends
+/// on `brain-tools` alone). A store of one's own keeps the contract above:
+/// - `save` and `remove` compare and write in one step (one transaction, or one
+///   conditional statement such as `UPDATE ... WHERE version = $expected`), and a write
+///   that finds something else answers [`Swap::Conflict`], not an error;
+/// - a new [`GrantVersion`] on every write, never one used before under the key, even
+///   after the grant was removed (a sequence, or a random number);
+/// - `try_lease` gives a key's lease to one holder at a time, and to the next once its
+///   `ttl` has passed; a holder's `release` ends only its own lease (an expired one may
+///   have passed on);
+/// - a driver's failure is a [`StoreError`] of kind `Unavailable` (try again later),
+///   `Corrupt` or `Failed`, with the driver's error as its source
+///   ([`StoreError::with_source`]), and no secret in its message.
+///
+/// A complete example over a map, handed to a host, is on `ToolHostBuilder::client` in
+/// [`brain-tools`](https://docs.rs/brain-tools/latest/brain_tools/struct.ToolHostBuilder.html#method.client);
+/// [`MemoryCredentialStore`] is another ([its source](https://github.com/brain-dev/brain-mcp-tools/blob/main/crates/brain-mcp-transport/src/auth/store/memory.rs)).
 #[async_trait::async_trait]
 pub trait CredentialStore: Send + Sync + fmt::Debug {
     /// The grant stored under `key`, with its version, if any.
+    ///
+    /// # Errors
+    /// `Unavailable` when the store cannot be reached, `Corrupt` when the record under
+    /// `key` cannot be read (the message names it), `Failed` when the store refuses.
     async fn load(&self, key: &GrantKey) -> Result<Option<VersionedGrant>, StoreError>;
 
     /// Stores `grant` under `key` if what is stored is what `expected` says; returns the
     /// new version, or [`Swap::Conflict`] (nothing written).
+    ///
+    /// # Errors
+    /// `Unavailable` when the store cannot be reached, `Failed` when it refuses the write
+    /// (permissions, a full disk). A write that lost a race is not an error: it is
+    /// [`Swap::Conflict`].
     async fn save(
         &self,
         key: &GrantKey,
@@ -409,6 +446,10 @@ pub trait CredentialStore: Send + Sync + fmt::Debug {
 
     /// Removes the grant under `key`: only at `version` if one is given (else whatever
     /// is there). No grant is no error.
+    ///
+    /// # Errors
+    /// `Unavailable` when the store cannot be reached, `Failed` when it refuses. A grant
+    /// at another version is not an error: it is [`Swap::Conflict`].
     async fn remove(
         &self,
         key: &GrantKey,
@@ -418,10 +459,18 @@ pub trait CredentialStore: Send + Sync + fmt::Debug {
     /// The keys of every grant a tenant has for a resource (one per issuer). A record the
     /// store knows to be theirs but cannot read is an error (`Corrupt`, naming it), so
     /// that the tenant hears of it; [`purge`](Self::purge) removes it.
+    ///
+    /// # Errors
+    /// `Unavailable` when the store cannot be reached, `Corrupt` for a record that is
+    /// theirs but cannot be read, `Failed` when the store refuses.
     async fn keys(&self, tenant: &str, resource: &str) -> Result<Vec<GrantKey>, StoreError>;
 
     /// Removes every grant a tenant has for a resource, readable or not (a logout);
     /// returns how many.
+    ///
+    /// # Errors
+    /// As [`keys`](Self::keys) and [`remove`](Self::remove) fail; grants removed
+    /// before the error stay removed.
     async fn purge(&self, tenant: &str, resource: &str) -> Result<usize, StoreError> {
         let keys = self.keys(tenant, resource).await?;
         for key in &keys {
@@ -432,6 +481,10 @@ pub trait CredentialStore: Send + Sync + fmt::Debug {
 
     /// Takes the lease on `key` for `ttl` if nobody holds it; `None` when another holder
     /// does (try again later).
+    ///
+    /// # Errors
+    /// `Unavailable` when the store cannot be reached, `Failed` when it refuses. A lease
+    /// someone else holds is not an error: it is `None`.
     async fn try_lease(&self, key: &GrantKey, ttl: Duration) -> Result<Option<Lease>, StoreError>;
 
     /// How long leases last in this store (default [`DEFAULT_LEASE_TTL`]).
