@@ -3,12 +3,12 @@
 //! decides which context a call gets; the contexts do the rest.
 
 mod cache;
-#[cfg(feature = "otel")]
+#[cfg(all(feature = "otel", feature = "http"))]
 mod export;
 mod grants;
 mod pool;
 
-#[cfg(feature = "otel")]
+#[cfg(all(feature = "otel", feature = "http"))]
 pub use self::export::ExportHttpClient;
 
 use std::{
@@ -43,7 +43,7 @@ use crate::{
     protocol::{handler::Handler, list::list_tools},
     secret::Secret,
     telemetry::{self, Metrics, Source},
-    wire::http::{Clients, fresh_client, pooled_client},
+    wire::http::Clients,
 };
 
 /// Room over a call's budget for the JSON-RPC envelope of a stdio answer.
@@ -71,7 +71,7 @@ pub struct ClientOptions {
     stdio_grace: Duration,
     sse_reconnects: usize,
     max_response_bytes: usize,
-    network: crate::wire::http::Network,
+    network: crate::wire::network::Network,
     warm: WarmSettings,
     /// OAuth: the credential store, the authorizer, the identity-token provider.
     auth: crate::auth::AuthOptions,
@@ -91,7 +91,7 @@ impl Default for ClientOptions {
             stdio_grace: Duration::from_secs(2),
             sse_reconnects: 3,
             max_response_bytes: 16 * 1024 * 1024,
-            network: crate::wire::http::Network {
+            network: crate::wire::network::Network {
                 tcp_nodelay: true,
                 ..Default::default()
             },
@@ -187,13 +187,13 @@ impl ClientOptions {
     /// proxy and is kept secret). By default the environment's proxy is used
     /// (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`, with `NO_PROXY`), as reqwest reads it.
     pub fn proxy(mut self, url: impl Into<String>) -> Self {
-        self.network.proxy = crate::wire::http::ProxySetting::Url(Secret::new(url.into()));
+        self.network.proxy = crate::wire::network::ProxySetting::Url(Secret::new(url.into()));
         self
     }
 
     /// Uses no proxy, whatever the environment says.
     pub fn no_proxy(mut self) -> Self {
-        self.network.proxy = crate::wire::http::ProxySetting::Off;
+        self.network.proxy = crate::wire::network::ProxySetting::Off;
         self
     }
 
@@ -339,11 +339,7 @@ impl McpClient {
     /// It changes no process-wide state: TLS uses rustls with the `ring` provider,
     /// configured for this client only.
     pub fn new(options: ClientOptions) -> Result<Self, ClientBuildError> {
-        let http = Clients {
-            pooled: pooled_client(&options.network)?,
-            fresh: fresh_client(&options.network)?,
-            resends: Arc::default(),
-        };
+        let http = Clients::new(&options.network)?;
         let handler = Handler::new(
             Implementation::new(options.client_name.clone(), options.client_version.clone()),
             options.server_requests,
@@ -373,7 +369,7 @@ impl McpClient {
                 warm_hedged: AtomicUsize::new(0),
                 auth: crate::auth::Auth::new(
                     &options.auth,
-                    shared.http.pooled.clone(),
+                    &shared.http,
                     &options.client_name,
                     shared.tasks.clone(),
                     shared.metrics.clone(),
@@ -399,6 +395,7 @@ impl McpClient {
     /// `baggage`: SEP-414), and the steps that take time are spans of their own (`open`,
     /// `authorize`, `request`).
     pub async fn call(&self, request: CallRequest) -> Result<CallOutcome, CallError> {
+        crate::features::check(&request.endpoint, request.authorization.as_ref())?;
         if request.authorization.is_some() {
             return grants::call(self, request).await;
         }
@@ -675,6 +672,7 @@ impl McpClient {
     /// Lists every tool of a server. Fails on more than `max_pages` pages, on the
     /// deadline, and as a call would on connection, HTTP, auth and protocol failures.
     pub async fn discover(&self, request: DiscoveryRequest) -> Result<Discovery, CallError> {
+        crate::features::check(&request.endpoint, request.authorization.as_ref())?;
         if request.authorization.is_some() {
             return grants::discover(self, request, None).await;
         }
