@@ -25,6 +25,17 @@
 //! most once: nothing here retries `tools/call`. A failure is a [`CallError`] whose
 //! [`Delivery`] says whether the request may have reached the server.
 //!
+//! # Cargo features
+//!
+//! Default: `stdio`, `http`, `oauth`, with one crypto provider (ring). `stdio`: stdio
+//! servers; `http`: Streamable HTTP servers (reqwest, rustls on ring); `oauth` (implies
+//! `http`): OAuth grants and DPoP; `oauth-jwt` (implies `oauth`, not default: it adds
+//! aws-lc-rs): `private_key_jwt` client authentication; `postgres` (implies `oauth`):
+//! `PostgresCredentialStore`; `otel`: OpenTelemetry. A call whose endpoint or grant needs
+//! a feature this build lacks fails before anything is sent (`not_sent`, kind `connect`
+//! for a transport, `authorization_failed` for a grant), its message naming the feature.
+//! The README's "Cargo features" has the table and the dependency counts.
+//!
 //! What this crate is not: it knows nothing of which tenant may use what, schemas or
 //! events (that is `brain-tools`; here a tenant only keys its OAuth grants), and it is not
 //! a general MCP client (no resources, prompts or sampling).
@@ -53,7 +64,7 @@
 )]
 
 // Modules depend one way, lowest first (checked by the `layers` test):
-// secret, dpop, endpoint, telemetry, grant, progress, api, error, call_state, wire, auth,
+// secret, dpop, endpoint, telemetry, grant, progress, api, error, features, call_state, wire, auth,
 // protocol, context, client.
 mod api;
 mod auth;
