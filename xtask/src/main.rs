@@ -34,10 +34,10 @@ struct Command {
 const COMMANDS: &[Command] = &[
     Command {
         name: "test",
-        about: "fmt, clippy, dependency direction, public API, semver, packages, tests, and the conformance run (what CI runs)",
+        about: "fmt, clippy, cargo features, dependency direction, public API, semver, packages, tests, and the conformance run (what CI runs)",
         options: &[(
             "--step NAME",
-            "run only this step (repeatable): fmt, clippy, deps, api, semver, docs, package, testkit, peers, tests, conformance",
+            "run only this step (repeatable): fmt, clippy, features, deps, api, semver, docs, package, testkit, peers, tests, conformance",
         )],
         run: test::run,
     },

@@ -2,20 +2,22 @@
 //!
 //! 1. `cargo fmt --all -- --check`
 //! 2. `cargo clippy --workspace --all-targets -- -D warnings`
-//! 3. the dependency direction (`cargo tree`), an invariant of `docs/ARCHITECTURE.md`
-//! 4. the public API of the library crates against `xtask/api/` (`cargo xtask api`)
-//! 5. semver: each published crate against its last release on crates.io, with
-//!    `cargo semver-checks`, once it has one (until then the listing of step 4 is the review)
-//! 6. `cargo doc` of the published crates with every feature, warnings denied (docs.rs
+//! 3. the cargo features: `cargo check` (lib) of the transport and `brain-tools` with no
+//!    features, each feature alone, the default and all, so that no combination rots
+//! 4. the dependency direction (`cargo tree`), an invariant of `docs/ARCHITECTURE.md`
+//! 5. the public API of the library crates against `xtask/api/` (`cargo xtask api`)
+//! 6. semver: each published crate against its last release on crates.io, with
+//!    `cargo semver-checks`, once it has one (until then the listing of step 5 is the review)
+//! 7. `cargo doc` of the published crates with every feature, warnings denied (docs.rs
 //!    builds them so)
-//! 7. `cargo package` of the published crates, verification included, and what they hold
-//! 8. the testkit binaries (tests of other crates spawn them)
-//! 9. the pinned peers in `target/peers/` (some tests start server-everything)
-//! 10. the workspace's tests (`cargo nextest run` when installed, else `cargo test`)
-//! 11. `cargo xtask conformance`
+//! 8. `cargo package` of the published crates, verification included, and what they hold
+//! 9. the testkit binaries (tests of other crates spawn them)
+//! 10. the pinned peers in `target/peers/` (some tests start server-everything)
+//! 11. the workspace's tests (`cargo nextest run` when installed, else `cargo test`)
+//! 12. `cargo xtask conformance`
 //!
 //! Every step runs even when an earlier one failed, so one run shows every problem.
-//! `--step NAME` (repeatable) runs only the named steps: fmt, clippy, deps, api, semver,
+//! `--step NAME` (repeatable) runs only the named steps: fmt, clippy, features, deps, api, semver,
 //! docs, package, testkit, peers, tests, conformance.
 
 use std::{collections::BTreeSet, time::Instant};
@@ -30,6 +32,7 @@ type Step = (&'static str, fn() -> anyhow::Result<()>);
 const STEPS: &[Step] = &[
     ("fmt", fmt),
     ("clippy", clippy),
+    ("features", features),
     ("deps", dependency_direction),
     ("api", || api::run(&[])),
     ("semver", semver),
@@ -107,6 +110,46 @@ fn clippy() -> anyhow::Result<()> {
         "-D",
         "warnings",
     ]))
+}
+
+/// The crates with cargo features, and their features (the default set is checked as
+/// well, and none, and all).
+const FEATURED: &[(&str, &[&str])] = &[
+    (
+        "brain-mcp-transport",
+        &["stdio", "http", "oauth", "oauth-jwt", "postgres", "otel"],
+    ),
+    (
+        "brain-tools",
+        &["stdio", "http", "oauth", "oauth-jwt", "postgres", "otel"],
+    ),
+];
+
+/// `cargo check` (the library, warnings denied) of each crate with features with none,
+/// each alone, the default and all. In a target directory of its own: a build with other
+/// features would otherwise replace what the main one holds for the steps after it.
+fn features() -> anyhow::Result<()> {
+    let target = util::target_dir().join("features");
+    for (package, features) in FEATURED {
+        let mut sets: Vec<Vec<&str>> = vec![vec!["--no-default-features"]];
+        for feature in *features {
+            sets.push(vec!["--no-default-features", "--features", feature]);
+        }
+        sets.push(Vec::new());
+        sets.push(vec!["--all-features"]);
+        for set in sets {
+            eprintln!("--> {package} {}", set.join(" "));
+            util::run(
+                util::cargo()
+                    .env("RUSTFLAGS", "-D warnings")
+                    .args(["check", "--quiet", "--lib", "-p", package])
+                    .args(&set)
+                    .arg("--target-dir")
+                    .arg(&target),
+            )?;
+        }
+    }
+    Ok(())
 }
 
 /// The published crates' docs, as docs.rs builds them (every feature), with rustdoc's

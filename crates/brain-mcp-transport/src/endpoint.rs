@@ -254,7 +254,7 @@ impl HttpEndpoint {
     /// sent as a second `Authorization` header), and the bearer token is a valid header
     /// value.
     pub(crate) fn check(&self) -> Result<(), Unusable> {
-        let url = reqwest::Url::parse(&self.url).ok().filter(|url| {
+        let url = url::Url::parse(&self.url).ok().filter(|url| {
             matches!(url.scheme(), "http" | "https")
                 && url.host_str().is_some_and(|h| !h.is_empty())
         });

@@ -26,6 +26,17 @@
 //! most once: nothing here retries `tools/call`. A failure is a [`CallError`] whose
 //! [`Delivery`] says whether the request may have reached the server.
 //!
+//! # Cargo features
+//!
+//! Default: `stdio`, `http`, `oauth`, with one crypto provider (ring). `stdio`: stdio
+//! servers; `http`: Streamable HTTP servers (reqwest, rustls on ring); `oauth` (implies
+//! `http`): OAuth grants and DPoP; `oauth-jwt` (implies `oauth`, not default: it adds
+//! aws-lc-rs): `private_key_jwt` client authentication; `postgres` (implies `oauth`):
+//! `PostgresCredentialStore`; `otel`: OpenTelemetry. A call whose endpoint or grant needs
+//! a feature this build lacks fails before anything is sent (`not_sent`, kind `connect`
+//! for a transport, `authorization_failed` for a grant), its message naming the feature.
+//! The README's "Cargo features" has the table and the dependency counts.
+//!
 //! What this crate is not: it knows nothing of which tenant may use what, schemas or
 //! events (that is `brain-tools`; here a tenant only keys its OAuth grants), and it is not
 //! a general MCP client (no resources, prompts or sampling).
@@ -44,8 +55,17 @@
 //! # Ok(()) }
 //! ```
 
+// A build without one of the default features leaves out the callers of some shared
+// helpers (DPoP proofs, the resend budget, the registry's lookups, the store's lease
+// terms): those look dead there. Dead code is checked in the default and the full builds,
+// where every caller is present.
+#![cfg_attr(
+    not(all(feature = "stdio", feature = "http", feature = "oauth")),
+    allow(dead_code)
+)]
+
 // Modules depend one way, lowest first (checked by the `layers` test):
-// secret, dpop, endpoint, telemetry, grant, progress, api, error, call_state, wire, auth,
+// secret, dpop, endpoint, telemetry, grant, progress, api, error, features, call_state, wire, auth,
 // protocol, context, client.
 mod api;
 mod auth;
@@ -55,6 +75,7 @@ mod context;
 mod dpop;
 mod endpoint;
 mod error;
+mod features;
 mod grant;
 mod progress;
 mod protocol;
@@ -75,7 +96,7 @@ pub use auth::{
 };
 #[cfg(feature = "postgres")]
 pub use auth::{KeyRing, KeyRingError, PostgresCredentialStore, PostgresStoreOptions};
-#[cfg(feature = "otel")]
+#[cfg(all(feature = "otel", feature = "http"))]
 pub use client::ExportHttpClient;
 pub use client::{ClientBuildError, ClientOptions, ClientStats, McpClient};
 pub use endpoint::{Endpoint, HttpEndpoint, StdioEndpoint};

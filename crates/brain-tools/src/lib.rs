@@ -30,6 +30,15 @@
 //! [`Authorizer`] and the [`IdentityTokenProvider`]; see
 //! [docs/auth.md](https://github.com/brain-dev/brain-mcp-tools/blob/main/docs/auth.md).
 //!
+//! # Cargo features
+//!
+//! The transport's, with the same names and the same default: `stdio`, `http`, `oauth`
+//! (one crypto provider, ring). Not default: `oauth-jwt` (`private_key_jwt`; adds
+//! aws-lc-rs), `postgres`, `otel`. A binding that needs a feature this build lacks gets a
+//! `tool.result` error before anything is sent (`not_sent`; kind `connect` for a
+//! transport, `authorization_failed` for a grant), its message naming the feature. See the
+//! README's "Cargo features".
+//!
 //! ```no_run
 //! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
 //! use brain_tools::{CallScope, ToolHost};

@@ -132,6 +132,7 @@ pub(crate) fn from_auth(error: &AuthError) -> CallError {
         AuthError::TokenExchangeFailed(text) | AuthError::ClientCredentialsError(text) => {
             failed(with_code("the token endpoint refused the request", text))
         }
+        #[cfg(feature = "oauth-jwt")]
         AuthError::JwtSigningError(_) => failed(
             "the client assertion could not be signed (check the private key and its algorithm)",
         ),

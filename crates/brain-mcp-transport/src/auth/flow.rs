@@ -22,10 +22,12 @@ use std::{
 };
 
 use oauth2::TokenResponse;
+#[cfg(feature = "oauth-jwt")]
+use rmcp::transport::auth::JwtSigningAlgorithm;
 use rmcp::transport::auth::{
     AuthError, AuthorizationManager, AuthorizationMetadata, AuthorizationMetadataSource,
-    AuthorizationRequest, AuthorizationSession, ClientCredentialsConfig, JwtSigningAlgorithm,
-    OAuthClientConfig, OAuthHttpClient, OAuthTokenResponse, WWWAuthenticateParams,
+    AuthorizationRequest, AuthorizationSession, ClientCredentialsConfig, OAuthClientConfig,
+    OAuthHttpClient, OAuthTokenResponse, WWWAuthenticateParams,
     enterprise::{EmaAuthorizationServer, EmaClientAuthentication, EmaExchangeRequest},
 };
 use serde_json::json;
@@ -49,7 +51,7 @@ use crate::{
     error::{CallError, Challenge},
     grant::{
         AuthorizationCodeGrant, ClientAuthentication, ClientCredentialsGrant, DEFAULT_REDIRECT_URI,
-        EnterpriseGrant, Grant, GrantExt, SigningAlgorithm, WorkloadIdentityGrant,
+        EnterpriseGrant, Grant, GrantExt, WorkloadIdentityGrant,
     },
     secret::{Secret, one_line},
     telemetry::{Metrics, TokenRequest},
@@ -915,6 +917,7 @@ impl Entry {
                     resource,
                 }
             }
+            #[cfg(feature = "oauth-jwt")]
             ClientAuthentication::PrivateKeyJwt { key, algorithm } => {
                 manager.set_metadata(metadata);
                 ClientCredentialsConfig::PrivateKeyJwt {
@@ -926,6 +929,8 @@ impl Entry {
                     resource,
                 }
             }
+            // `private_key_jwt` without the `oauth-jwt` feature: refused before the call
+            // gets here (`crate::features`), with the feature's name.
             _ => {
                 return Err(failed(
                     "this build does not support the binding's client authentication",
@@ -1730,12 +1735,13 @@ fn redirect_uri(
         .unwrap_or_else(|| DEFAULT_REDIRECT_URI.to_owned())
 }
 
-fn jwt_algorithm(algorithm: SigningAlgorithm) -> JwtSigningAlgorithm {
+#[cfg(feature = "oauth-jwt")]
+fn jwt_algorithm(algorithm: crate::grant::SigningAlgorithm) -> JwtSigningAlgorithm {
     match algorithm {
-        SigningAlgorithm::Rs384 => JwtSigningAlgorithm::RS384,
-        SigningAlgorithm::Rs512 => JwtSigningAlgorithm::RS512,
-        SigningAlgorithm::Es256 => JwtSigningAlgorithm::ES256,
-        SigningAlgorithm::Es384 => JwtSigningAlgorithm::ES384,
+        crate::grant::SigningAlgorithm::Rs384 => JwtSigningAlgorithm::RS384,
+        crate::grant::SigningAlgorithm::Rs512 => JwtSigningAlgorithm::RS512,
+        crate::grant::SigningAlgorithm::Es256 => JwtSigningAlgorithm::ES256,
+        crate::grant::SigningAlgorithm::Es384 => JwtSigningAlgorithm::ES384,
         _ => JwtSigningAlgorithm::RS256,
     }
 }

@@ -469,7 +469,11 @@ mod tests {
     }
 
     fn client() -> OAuthHttp {
-        OAuthHttp::new(crate::wire::http::pooled_client(&Default::default()).unwrap())
+        OAuthHttp::new(
+            crate::wire::http::Clients::new(&Default::default())
+                .unwrap()
+                .pooled,
+        )
     }
 
     fn get(url: &str) -> http::Request<Vec<u8>> {

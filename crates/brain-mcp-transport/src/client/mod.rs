@@ -3,12 +3,12 @@
 //! decides which context a call gets; the contexts do the rest.
 
 mod cache;
-#[cfg(feature = "otel")]
+#[cfg(all(feature = "otel", feature = "http"))]
 mod export;
 mod grants;
 mod pool;
 
-#[cfg(feature = "otel")]
+#[cfg(all(feature = "otel", feature = "http"))]
 pub use self::export::ExportHttpClient;
 
 use std::{
@@ -43,7 +43,7 @@ use crate::{
     protocol::{handler::Handler, list::list_tools},
     secret::Secret,
     telemetry::{self, Metrics, Source},
-    wire::http::{Clients, fresh_client, pooled_client},
+    wire::http::Clients,
 };
 
 /// Room over a call's budget for the JSON-RPC envelope of a stdio answer.
@@ -135,7 +135,7 @@ pub struct ClientOptions {
     stdio_grace: Duration,
     sse_reconnects: usize,
     max_response_bytes: usize,
-    network: crate::wire::http::Network,
+    network: crate::wire::network::Network,
     warm: WarmSettings,
     /// OAuth: the credential store, the authorizer, the identity-token provider.
     auth: crate::auth::AuthOptions,
@@ -155,7 +155,7 @@ impl Default for ClientOptions {
             stdio_grace: Duration::from_secs(2),
             sse_reconnects: 3,
             max_response_bytes: 16 * 1024 * 1024,
-            network: crate::wire::http::Network {
+            network: crate::wire::network::Network {
                 tcp_nodelay: true,
                 ..Default::default()
             },
@@ -251,13 +251,13 @@ impl ClientOptions {
     /// proxy and is kept secret). By default the environment's proxy is used
     /// (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`, with `NO_PROXY`), as reqwest reads it.
     pub fn proxy(mut self, url: impl Into<String>) -> Self {
-        self.network.proxy = crate::wire::http::ProxySetting::Url(Secret::new(url.into()));
+        self.network.proxy = crate::wire::network::ProxySetting::Url(Secret::new(url.into()));
         self
     }
 
     /// Uses no proxy, whatever the environment says.
     pub fn no_proxy(mut self) -> Self {
-        self.network.proxy = crate::wire::http::ProxySetting::Off;
+        self.network.proxy = crate::wire::network::ProxySetting::Off;
         self
     }
 
@@ -413,11 +413,7 @@ impl McpClient {
     /// is the library's error (but for the proxy URL and the key, whose library errors
     /// may quote secrets and are not kept).
     pub fn new(options: ClientOptions) -> Result<Self, ClientBuildError> {
-        let http = Clients {
-            pooled: pooled_client(&options.network)?,
-            fresh: fresh_client(&options.network)?,
-            resends: Arc::default(),
-        };
+        let http = Clients::new(&options.network)?;
         let handler = Handler::new(
             Implementation::new(options.client_name.clone(), options.client_version.clone()),
             options.server_requests,
@@ -447,7 +443,7 @@ impl McpClient {
                 warm_hedged: AtomicUsize::new(0),
                 auth: crate::auth::Auth::new(
                     &options.auth,
-                    shared.http.pooled.clone(),
+                    &shared.http,
                     &options.client_name,
                     shared.tasks.clone(),
                     shared.metrics.clone(),
@@ -484,6 +480,7 @@ impl McpClient {
     /// (`authorization_required`, `authorization_failed`, `credential_store`). A tool
     /// that reports its own error (`isError`) is not an `Err`: it is a result.
     pub async fn call(&self, request: CallRequest) -> Result<CallOutcome, CallError> {
+        crate::features::check(&request.endpoint, request.authorization.as_ref())?;
         if request.authorization.is_some() {
             return grants::call(self, request).await;
         }
@@ -764,6 +761,7 @@ impl McpClient {
     /// `tools/list` result, `timeout` on the deadline, and as [`McpClient::call`] fails on
     /// connection, HTTP, authorization and protocol failures.
     pub async fn discover(&self, request: DiscoveryRequest) -> Result<Discovery, CallError> {
+        crate::features::check(&request.endpoint, request.authorization.as_ref())?;
         if request.authorization.is_some() {
             return grants::discover(self, request, None).await;
         }

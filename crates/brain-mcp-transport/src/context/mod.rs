@@ -6,9 +6,19 @@
 //! tracker of background tasks, settings), never the client itself: what to open, and
 //! the cache of what servers speak, are the client's business.
 
+#[cfg(not(feature = "http"))]
+mod http_off;
+#[cfg(feature = "http")]
 pub(crate) mod legacy;
+#[cfg(feature = "http")]
 pub(crate) mod modern;
+#[cfg(feature = "stdio")]
 pub(crate) mod stdio;
+#[cfg(not(feature = "stdio"))]
+#[path = "stdio_off.rs"]
+pub(crate) mod stdio;
+#[cfg(not(feature = "http"))]
+pub(crate) use http_off::{legacy, modern};
 
 use std::{
     sync::{Arc, atomic::AtomicUsize},
@@ -22,15 +32,19 @@ use tokio_util::{sync::CancellationToken, task::TaskTracker};
 use crate::{
     api::{CallOutcome, CallRequest, DEFAULT_DISCOVERY_BYTES, Era, JsonObject},
     call_state::{CallState, Registry},
-    dpop::Dpop,
     error::{CallError, ErrorKind, classify::Failure},
     protocol::{
         drive::{Abandoned, Stop, abandon, cancel_reason, drive_call, stopped, tasks_hint},
         handler::Handler,
     },
-    secret::Redactor,
     telemetry::Metrics,
-    wire::http::{BackendConfig, Clients, HttpBackend},
+    wire::http::Clients,
+};
+#[cfg(feature = "http")]
+use crate::{
+    dpop::Dpop,
+    secret::Redactor,
+    wire::http::{BackendConfig, HttpBackend},
 };
 
 /// What every context of one client shares.
@@ -71,6 +85,7 @@ impl Shared {
         }
     }
 
+    #[cfg(feature = "http")]
     /// An HTTP backend for one transport: its own registry of calls and a lifetime under
     /// the client's; `dpop`: the key its token is bound to.
     pub(crate) fn backend(

@@ -3,6 +3,12 @@
 //! or not, the status, a broken stream) is recorded in its [`crate::call_state`] for
 //! classification; nothing here drives the protocol.
 
+#[cfg(feature = "http")]
+pub(crate) mod http;
+#[cfg(not(feature = "http"))]
+#[path = "http_off.rs"]
 pub(crate) mod http;
 pub(crate) mod ingress;
+pub(crate) mod network;
+#[cfg(feature = "stdio")]
 pub(crate) mod stdio;

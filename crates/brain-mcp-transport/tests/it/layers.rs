@@ -14,6 +14,7 @@ const ORDER: &[&str] = &[
     "progress",
     "api",
     "error",
+    "features",
     "call_state",
     "wire",
     "auth",

@@ -12,6 +12,11 @@ mod modern;
 mod oauth;
 mod oauth_dpop;
 mod oauth_hostile;
+// `private_key_jwt` needs the `oauth-jwt` feature; the workspace's test run has it (the
+// conformance crate turns it on), as it has `postgres` for `fleet`.
+#[cfg(feature = "oauth-jwt")]
+mod oauth_jwt;
+#[cfg(feature = "oauth-jwt")]
 mod oauth_secrets;
 mod oauth_servers;
 mod refusals;

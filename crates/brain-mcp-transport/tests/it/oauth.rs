@@ -7,12 +7,11 @@ use std::{
     time::{Duration, SystemTime},
 };
 
-use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
 use brain_mcp_transport::{
     Authorization, AuthorizationCodeGrant, CallError, CallOutcome, CallRequest,
     ClientAuthentication, ClientCredentialsGrant, ClientOptions, CredentialStore, Delivery,
     Endpoint, EraPreference, ErrorKind, Expected, Grant, GrantKey, GrantStatus, McpClient,
-    MemoryCredentialStore, Secret, SecretMethod, SigningAlgorithm, StoredGrant,
+    MemoryCredentialStore, Secret, SecretMethod, StoredGrant,
 };
 use serde_json::{Value, json};
 
@@ -24,6 +23,10 @@ use crate::{
 pub(crate) const CLIENT_SECRET: &str = "cs-SECRET-0123456789abcdef";
 
 /// A throwaway P-256 key (PKCS#8), for `private_key_jwt`.
+#[cfg_attr(
+    not(feature = "oauth-jwt"),
+    expect(dead_code, reason = "the private_key_jwt tests need `oauth-jwt`")
+)]
 pub(crate) const EC_KEY: &str = "-----BEGIN PRIVATE KEY-----
 MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgwSKwCO6aqE4oL7EE
 /INYy+9XuR6pP2yeQQduw0VfuxahRANCAARWf3w4OIB21ezSaL8UvqEEnQEjNfca
@@ -205,43 +208,6 @@ async fn a_method_the_server_does_not_offer_fails_before_the_secret_is_sent() {
     );
     assert!(error.detail().contains("client_secret_basic"), "{error}");
     assert!(lock(&setup.servers.auth.state.tokens).is_empty());
-}
-
-#[tokio::test]
-async fn private_key_jwt_signs_a_client_assertion() {
-    let setup = Setup::start().await;
-    *lock(&setup.servers.auth.state.auth_methods) = vec!["private_key_jwt"];
-    let grant = Grant::ClientCredentials(ClientCredentialsGrant::new(
-        "jwt-client",
-        ClientAuthentication::PrivateKeyJwt {
-            key: Secret::new(EC_KEY),
-            algorithm: SigningAlgorithm::Es256,
-        },
-    ));
-    call_as(&setup.client(), &setup.url(), "acme", grant, json!({}))
-        .await
-        .unwrap();
-    let tokens = setup
-        .servers
-        .auth
-        .state
-        .token_requests("client_credentials");
-    assert_eq!(tokens.len(), 1);
-    let form = &tokens[0].form;
-    assert_eq!(
-        form["client_assertion_type"],
-        "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
-    );
-    assert!(!form.contains_key("client_secret"));
-    let claims: Value = serde_json::from_slice(
-        &URL_SAFE_NO_PAD
-            .decode(form["client_assertion"].split('.').nth(1).unwrap())
-            .unwrap(),
-    )
-    .unwrap();
-    assert_eq!(claims["iss"], "jwt-client");
-    assert_eq!(claims["sub"], "jwt-client");
-    assert_eq!(claims["aud"], setup.servers.issuer());
 }
 
 #[tokio::test]

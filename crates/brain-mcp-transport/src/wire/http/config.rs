@@ -7,11 +7,8 @@ use rmcp::transport::{
     streamable_http_client::StreamableHttpClientTransportConfig,
 };
 
-use crate::{
-    dpop::Dpop,
-    endpoint::HttpEndpoint,
-    secret::{Redactor, Secret},
-};
+pub(crate) use crate::wire::network::{Network, ProxySetting, SetupError};
+use crate::{dpop::Dpop, endpoint::HttpEndpoint, secret::Redactor};
 
 /// Per-transport settings of the backend.
 #[derive(Debug, Clone)]
@@ -52,40 +49,10 @@ pub(crate) fn transport_config(
     config
 }
 
-/// How a client's connections reach servers: `TCP_NODELAY`, a proxy, the roots it trusts
-/// beyond the platform's, and a client certificate for mutual TLS.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Network {
-    /// `TCP_NODELAY` on every connection.
-    pub(crate) tcp_nodelay: bool,
-    /// Which proxy, if any.
-    pub(crate) proxy: ProxySetting,
-    /// Root certificates (PEM) trusted beside the platform's.
-    pub(crate) roots: Vec<Vec<u8>>,
-    /// A client certificate chain (PEM) and its private key (PEM), for mutual TLS.
-    pub(crate) identity: Option<(Vec<u8>, Secret)>,
-}
-
-/// Which proxy requests go through.
-#[derive(Debug, Clone, Default)]
-pub(crate) enum ProxySetting {
-    /// The environment's (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`, `NO_PROXY`), as
-    /// reqwest reads them; none when they are unset.
-    #[default]
-    Environment,
-    /// This one, for every request (its URL may hold credentials: a secret).
-    Url(Secret),
-    /// None, whatever the environment says.
-    Off,
-}
-
 /// The pooled client: no redirects (a bearer never follows one to another origin),
 /// `TCP_NODELAY` as asked, and TLS with rustls on the `ring` provider, chosen here rather
 /// than through the process-wide default (a host's own choice of provider is left
 /// alone). A client that cannot be built this way is an error, never a weaker client.
-/// Why a client could not be built: what failed, and the library's error.
-pub(crate) type SetupError = (&'static str, Box<dyn std::error::Error + Send + Sync>);
-
 pub(crate) fn pooled_client(network: &Network) -> Result<reqwest::Client, SetupError> {
     client(network, true)
 }

@@ -56,9 +56,8 @@ use tokio_util::sync::CancellationToken;
 pub(crate) use config::export_client;
 #[cfg(feature = "postgres")]
 pub(crate) use config::tls_config;
-pub(crate) use config::{
-    BackendConfig, Network, ProxySetting, SetupError, fresh_client, pooled_client, transport_config,
-};
+pub(crate) use config::{BackendConfig, SetupError, transport_config};
+use config::{Network, fresh_client, pooled_client};
 pub(crate) use session::SessionTracker;
 
 use crate::{
@@ -111,6 +110,17 @@ pub(crate) struct Clients {
     pub(crate) pooled: reqwest::Client,
     pub(crate) fresh: reqwest::Client,
     pub(crate) resends: Arc<AtomicUsize>,
+}
+
+impl Clients {
+    /// The clients of one `McpClient`, on its network settings.
+    pub(crate) fn new(network: &Network) -> std::result::Result<Self, SetupError> {
+        Ok(Self {
+            pooled: pooled_client(network)?,
+            fresh: fresh_client(network)?,
+            resends: Arc::default(),
+        })
+    }
 }
 
 /// Which requests may go once more, on a fresh connection, after failing before any

@@ -1,0 +1,415 @@
+//! The authorization engine (feature `oauth`): a registry of grant states per (tenant,
+//! server, grant) and the run of an operation with its tenant's token; the flows are in
+//! `flow`. Without the feature, `engine_off.rs` stands in and refuses every grant.
+
+use std::{
+    collections::HashMap,
+    fmt,
+    sync::{Arc, Mutex, PoisonError},
+};
+
+use tokio::time::Instant;
+use tokio_util::{sync::CancellationToken, task::TaskTracker};
+use tracing::{Instrument, instrument::WithSubscriber};
+
+use super::{
+    AuthOptions, Authorizer, GrantStatus, IdentityTokenProvider, MAX_AUTHORIZATIONS,
+    StoredGrantSummary, errors,
+    flow::{Ctx, Entry, Token, challenged, store_failed},
+    http::OAuthHttp,
+    store::{CredentialStore, GrantKey, MemoryCredentialStore, StoredGrant},
+};
+use crate::{
+    dpop::Nonces,
+    endpoint::{HttpEndpoint, redacted_url},
+    error::{CallError, Delivery, ErrorKind},
+    grant::{Authorization, Grant, GrantExt},
+    secret::Secret,
+    telemetry::Metrics,
+    wire::http::Clients,
+};
+
+impl StoredGrantSummary {
+    fn of(key: GrantKey, grant: &StoredGrant) -> Self {
+        Self {
+            key,
+            scopes: grant.scopes.clone(),
+            expires_at: grant.expires_at,
+            refreshable: grant.refresh_token.is_some(),
+            usable: grant.is_usable(),
+            revoked: grant.is_revoked(),
+        }
+    }
+}
+
+/// Runs rmcp's auth code with tracing off: rmcp 3.11 logs the authorization code at
+/// DEBUG (`exchange_code_for_token_with_issuer`) and token responses' `Debug`; nothing
+/// it logs on these paths may reach a host's logs. What happened is logged by us, with
+/// fixed phrases.
+pub(crate) fn silenced<F: Future>(future: F) -> tracing::instrument::WithDispatch<F> {
+    future.with_subscriber(tracing::Dispatch::none())
+}
+
+/// The authorization state of one client: a registry of grant states per (tenant,
+/// server, grant).
+#[derive(Debug, Clone)]
+pub(crate) struct Auth {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    http: Arc<OAuthHttp>,
+    store: Arc<dyn CredentialStore>,
+    authorizer: Option<Arc<dyn Authorizer>>,
+    identity: Option<Arc<dyn IdentityTokenProvider>>,
+    client_name: String,
+    entries: Mutex<HashMap<EntryKey, Arc<Entry>>>,
+    tasks: TaskTracker,
+    /// The DPoP nonces servers gave, per server and origin (every grant's).
+    nonces: Arc<Nonces>,
+    metrics: Metrics,
+}
+
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct EntryKey {
+    tenant: String,
+    url: String,
+    /// The grant without its secrets.
+    grant: String,
+}
+
+/// Without the URL's user info, query and fragment (they may hold secrets).
+impl std::fmt::Debug for EntryKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EntryKey")
+            .field("tenant", &self.tenant)
+            .field("url", &redacted_url(&self.url))
+            .field("grant", &self.grant)
+            .finish()
+    }
+}
+
+/// One operation's use of a grant.
+pub(crate) struct Run<'a> {
+    pub(crate) authorization: &'a Authorization,
+    pub(crate) url: &'a str,
+    pub(crate) deadline: Instant,
+    pub(crate) cancel: &'a CancellationToken,
+    /// Runs the interactive step, over the client's own authorizer.
+    pub(crate) authorizer: Option<Arc<dyn Authorizer>>,
+    /// A login: the first attempt goes without a token, and its challenge is answered
+    /// with a new grant, whatever is stored.
+    pub(crate) login: bool,
+    /// A call's one resend (shared with the other layers that may use it); `None` for a
+    /// discovery, which runs no tool.
+    pub(crate) resend: Option<crate::api::ResendBudget>,
+}
+
+/// What one attempt sends: the bearer, and the secrets it must hide.
+#[derive(Clone)]
+pub(crate) struct Credentials(Token);
+
+impl fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Credentials").field(&self.0).finish()
+    }
+}
+
+impl Credentials {
+    /// Puts the bearer (and the secrets to hide, and the DPoP key it is bound to) on an
+    /// endpoint.
+    pub(crate) fn apply(&self, endpoint: &mut HttpEndpoint) {
+        endpoint.bearer = Some(self.0.bearer.clone());
+        endpoint.hidden = self.0.hidden.clone();
+        endpoint.dpop = self.0.dpop.clone();
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Auth {
+    /// The registry, with the client's pooled HTTP client (no redirects) and its tracker
+    /// of background tasks (refreshes run there). Grants are kept in memory unless the
+    /// host names a store.
+    pub(crate) fn new(
+        options: &AuthOptions,
+        http: &Clients,
+        client_name: &str,
+        tasks: TaskTracker,
+        metrics: Metrics,
+    ) -> Self {
+        let store = options
+            .store
+            .clone()
+            .unwrap_or_else(|| Arc::new(MemoryCredentialStore::new()));
+        Self {
+            inner: Arc::new(Inner {
+                http: Arc::new(OAuthHttp::new(http.pooled.clone())),
+                store,
+                authorizer: options.authorizer.clone(),
+                identity: options.identity.clone(),
+                client_name: client_name.to_owned(),
+                entries: Mutex::new(HashMap::new()),
+                tasks,
+                nonces: Arc::default(),
+                metrics,
+            }),
+        }
+    }
+
+    fn entry(&self, authorization: &Authorization, url: &str) -> Arc<Entry> {
+        let key = EntryKey {
+            tenant: authorization.tenant.clone(),
+            url: url.to_owned(),
+            grant: authorization.grant.identity(),
+        };
+        let entry = Arc::clone(lock(&self.inner.entries).entry(key).or_insert_with(|| {
+            Arc::new(Entry::new(
+                &authorization.tenant,
+                url,
+                &authorization.grant,
+                Arc::clone(&self.inner.nonces),
+            ))
+        }));
+        entry.update_grant(&authorization.grant);
+        entry
+    }
+
+    fn ctx<'a>(&'a self, authorizer: Option<&'a Arc<dyn Authorizer>>) -> Ctx<'a> {
+        Ctx {
+            http: &self.inner.http,
+            store: &self.inner.store,
+            authorizer: authorizer.or(self.inner.authorizer.as_ref()),
+            identity: self.inner.identity.as_ref(),
+            client_name: &self.inner.client_name,
+            tasks: &self.inner.tasks,
+            metrics: &self.inner.metrics,
+        }
+    }
+
+    /// Runs an operation (a call, a discovery) with the tenant's token: `attempt` sends
+    /// it with the credentials given (none, when no token is known yet); when the server
+    /// refuses it for want of authorization, a token is obtained and it runs again, at
+    /// most [`MAX_AUTHORIZATIONS`] times. Only refusals (401, 403 with a challenge) are
+    /// retried: those are `not_sent`.
+    pub(crate) async fn run<T, F, Fut>(&self, run: Run<'_>, mut attempt: F) -> Result<T, CallError>
+    where
+        F: FnMut(Option<Credentials>) -> Fut,
+        Fut: Future<Output = Result<T, CallError>>,
+    {
+        let entry = self.entry(run.authorization, run.url);
+        let ctx = self.ctx(run.authorizer.as_ref());
+        let mut token = if run.login {
+            None
+        } else {
+            match entry.fresh() {
+                // The per-call path: the cached token, no lock held, no store read.
+                Some(token) => Some(token),
+                None => {
+                    bounded(&run, entry.current(&ctx))
+                        .instrument(authorize_span("renew"))
+                        .await?
+                }
+            }
+        };
+        let mut authorizations = 0;
+        loop {
+            let error = match attempt(token.clone().map(Credentials)).await {
+                Ok(value) => return Ok(value),
+                Err(error) => error,
+            };
+            let Some(challenge) = error.challenge().cloned() else {
+                return Err(error);
+            };
+            // A refusal for want of a DPoP nonce was answered once already, below (the
+            // transport sends the request again with the nonce when it may): not a reason
+            // to authorize again.
+            if crate::dpop::resource_wants_nonce(challenge.status, challenge.header.as_deref()) {
+                return Err(hiding(errors::nonce_refused(), token.as_ref()));
+            }
+            let (scopes, insufficient_scope) = challenged(&challenge, run.url);
+            if challenge.status == 403 && !insufficient_scope {
+                return Err(error);
+            }
+            // A refused `tools/call` was not run, so it may go once more with a new token:
+            // that is its one resend, unless another layer used it already (a fresh
+            // connection, a fresh context). A refusal of a request that carried no token
+            // is the first step of authorizing, and does not count. Scopes in messages are
+            // the server's text: the grant's secrets are hidden.
+            if error.refused_the_call()
+                && token.is_some()
+                && !run
+                    .resend
+                    .as_ref()
+                    .is_none_or(crate::api::ResendBudget::take)
+            {
+                let error = refused_again(&run.authorization.grant, challenge.status, &scopes);
+                return Err(hiding(error, token.as_ref()));
+            }
+            if authorizations == MAX_AUTHORIZATIONS {
+                let error = exhausted(&run.authorization.grant, challenge.status, &scopes);
+                return Err(hiding(error, token.as_ref()));
+            }
+            authorizations += 1;
+            let login = run.login && authorizations == 1;
+            let renewed = bounded(&run, entry.react(&ctx, &challenge, token.as_ref(), login))
+                .instrument(authorize_span("challenge"))
+                .await
+                .map_err(|error| hiding(error, token.as_ref()))?;
+            token = Some(renewed);
+        }
+    }
+
+    /// Removes a tenant's grant for a server: its stored delegated grants (under every
+    /// issuer, readable or not, or the pinned one) and every token in memory. Returns how
+    /// many stored grants were removed.
+    pub(crate) async fn forget(
+        &self,
+        authorization: &Authorization,
+        url: &str,
+    ) -> Result<usize, CallError> {
+        lock(&self.inner.entries)
+            .retain(|key, _| !(key.tenant == authorization.tenant && key.url == url));
+        if !matches!(authorization.grant, Grant::OAuth(_)) {
+            return Ok(0);
+        }
+        let store = &self.inner.store;
+        match authorization.grant.issuer() {
+            Some(issuer) => {
+                let key = GrantKey::new(&authorization.tenant, url, issuer);
+                // Counted when something was there, readable or not.
+                let present = !matches!(store.load(&key).await, Ok(None));
+                let _ = store
+                    .remove(&key, None)
+                    .await
+                    .map_err(|error| store_failed(&error))?;
+                Ok(usize::from(present))
+            }
+            None => store
+                .purge(&authorization.tenant, url)
+                .await
+                .map_err(|error| store_failed(&error)),
+        }
+    }
+
+    /// Whether the tenant has a usable grant for a server (reads the store; no network).
+    /// A grant the store cannot read is an error (`credential_store`) that names it.
+    pub(crate) async fn status(
+        &self,
+        authorization: &Authorization,
+        url: &str,
+    ) -> Result<GrantStatus, CallError> {
+        if !matches!(authorization.grant, Grant::OAuth(_)) {
+            return Ok(GrantStatus::AtCallTime);
+        }
+        let mut best: Option<StoredGrantSummary> = None;
+        for key in self.stored_keys(authorization, url).await? {
+            let stored = self
+                .inner
+                .store
+                .load(&key)
+                .await
+                .map_err(|error| store_failed(&error))?;
+            if let Some(stored) = stored {
+                let summary = StoredGrantSummary::of(key, &stored.grant);
+                if best
+                    .as_ref()
+                    .is_none_or(|best| summary.usable && !best.usable)
+                {
+                    best = Some(summary);
+                }
+            }
+        }
+        Ok(best.map_or(GrantStatus::Missing, GrantStatus::Stored))
+    }
+
+    async fn stored_keys(
+        &self,
+        authorization: &Authorization,
+        url: &str,
+    ) -> Result<Vec<GrantKey>, CallError> {
+        match authorization.grant.issuer() {
+            Some(issuer) => Ok(vec![GrantKey::new(&authorization.tenant, url, issuer)]),
+            None => self
+                .inner
+                .store
+                .keys(&authorization.tenant, url)
+                .await
+                .map_err(|error| store_failed(&error)),
+        }
+    }
+}
+
+/// The error with the token's secrets (the bearer, the refresh token, what the grant
+/// hides) taken out of its text.
+fn hiding(error: CallError, token: Option<&Token>) -> CallError {
+    match token {
+        Some(token) => error.hiding(&crate::secret::Redactor::new(
+            std::iter::once(token.bearer.expose()).chain(token.hidden.iter().map(Secret::expose)),
+        )),
+        None => error,
+    }
+}
+
+/// The span of obtaining a token: `renew` before a request (no token yet, or one about to
+/// expire), `challenge` after a server refused one.
+fn authorize_span(reason: &'static str) -> tracing::Span {
+    tracing::info_span!("authorize", "brain.authorize.reason" = reason)
+}
+
+/// Waits for an authorization step within the operation's deadline and cancellation.
+async fn bounded<T>(
+    run: &Run<'_>,
+    step: impl Future<Output = Result<T, CallError>>,
+) -> Result<T, CallError> {
+    tokio::select! {
+        outcome = step => outcome,
+        () = tokio::time::sleep_until(run.deadline) => {
+            Err(CallError::new(ErrorKind::Timeout, Delivery::NotSent, "timed out while obtaining an access token"))
+        }
+        () = run.cancel.cancelled() => {
+            Err(CallError::new(ErrorKind::Cancelled, Delivery::NotSent, "was cancelled"))
+        }
+    }
+}
+
+/// A delegated grant the server wants more scope for than the tenant granted: the tenant
+/// must authorize again.
+fn more_than_granted(scopes: &[String]) -> CallError {
+    errors::required(format!(
+        "the server still needs more scope ({}) than the tenant granted",
+        crate::secret::one_line(&scopes.join(" "), 200)
+    ))
+}
+
+/// The error when the server refused a call's `tools/call` a second time, after a new
+/// authorization: it is not sent a third time.
+fn refused_again(grant: &Grant, status: u16, scopes: &[String]) -> CallError {
+    match (status, grant) {
+        (403, Grant::OAuth(_)) => more_than_granted(scopes),
+        (403, _) => errors::failed(format!(
+            "the server refused the call again for want of scope ({}), after a step-up",
+            crate::secret::one_line(&scopes.join(" "), 200)
+        )),
+        _ => errors::failed(
+            "the server refused the call again with a new access token, so it is not sent a third time",
+        ),
+    }
+}
+
+/// The error once an operation used up its authorizations.
+fn exhausted(grant: &Grant, status: u16, scopes: &[String]) -> CallError {
+    match (status, grant) {
+        (403, Grant::OAuth(_)) => more_than_granted(scopes),
+        (403, _) => errors::failed(format!(
+            "the server still needs more scope ({}) after {MAX_AUTHORIZATIONS} authorizations",
+            crate::secret::one_line(&scopes.join(" "), 200)
+        )),
+        _ => errors::failed(format!(
+            "the server refused the access token after {MAX_AUTHORIZATIONS} authorizations"
+        )),
+    }
+}
