@@ -2,8 +2,9 @@
 //!
 //! 1. `cargo fmt --all -- --check`
 //! 2. `cargo clippy --workspace --all-targets -- -D warnings`
-//! 3. the cargo features: `cargo check` (lib) of the transport and `brain-tools` with no
-//!    features, each feature alone, the default and all, so that no combination rots
+//! 3. the cargo features: `cargo clippy` (lib, warnings denied) of the transport and
+//!    `brain-tools` with no features, each feature alone, the default and all, so that no
+//!    combination rots
 //! 4. the dependency direction (`cargo tree`), an invariant of `docs/ARCHITECTURE.md`
 //! 5. the public API of the library crates against `xtask/api/` (`cargo xtask api`)
 //! 6. semver: each published crate against its last release on crates.io, with
@@ -125,11 +126,12 @@ const FEATURED: &[(&str, &[&str])] = &[
     ),
 ];
 
-/// `cargo check` (the library, warnings denied) of each crate with features with none,
-/// each alone, the default and all. In a target directory of its own: a build with other
-/// features would otherwise replace what the main one holds for the steps after it.
+/// `cargo clippy` of the library of each crate with features, warnings denied, with none,
+/// each alone, the default and all. In the main target directory: the lints' flags reach
+/// only these crates (not `RUSTFLAGS`, which would change every dependency's fingerprint),
+/// so what a set shares with the workspace's build (build scripts, dependencies with the
+/// same features) is reused.
 fn features() -> anyhow::Result<()> {
-    let target = util::target_dir().join("features");
     for (package, features) in FEATURED {
         let mut sets: Vec<Vec<&str>> = vec![vec!["--no-default-features"]];
         for feature in *features {
@@ -141,11 +143,9 @@ fn features() -> anyhow::Result<()> {
             eprintln!("--> {package} {}", set.join(" "));
             util::run(
                 util::cargo()
-                    .env("RUSTFLAGS", "-D warnings")
-                    .args(["check", "--quiet", "--lib", "-p", package])
+                    .args(["clippy", "--quiet", "--lib", "-p", package])
                     .args(&set)
-                    .arg("--target-dir")
-                    .arg(&target),
+                    .args(["--", "-D", "warnings"]),
             )?;
         }
     }

@@ -84,7 +84,7 @@ pub use sink::EventSink;
 // Everything a host needs from the layers below, so that it depends on this crate and
 // nothing else (the config crate included, as `brain_tools::config`). These types are part of this
 // crate's API: a breaking change in one is a breaking change here.
-#[cfg(feature = "otel")]
+#[cfg(all(feature = "otel", feature = "http"))]
 pub use brain_mcp_transport::ExportHttpClient;
 pub use brain_mcp_transport::{
     Authorization, AuthorizationCodeGrant, AuthorizationPrompt, Authorizer, CallError,
