@@ -1,7 +1,10 @@
 //! The soak: many calls through one `ToolHost`, a few of them hitting faults and some
 //! cancelled mid-call; every call ends with exactly one result of the expected kind,
 //! nothing leaks, and memory does not grow. `BRAIN_SOAK_CALLS` sets the number of calls
-//! (1,000 here; `cargo xtask soak` runs 10,000 in release).
+//! (1,000 here; `cargo xtask soak` runs 10,000 in release). A few calls carry a tenant's
+//! OAuth grant that a second host (its own client, its own handle on the same file store,
+//! as another process would have) uses too, with access tokens living a second and refresh
+//! tokens rotating: no call fails for authorization, no refresh token is used twice.
 
 use std::{
     sync::{
@@ -12,14 +15,17 @@ use std::{
 };
 
 use brain_mcp_testkit::HttpFault;
-use brain_tools::{CallScope, ClientOptions, EraPreference, McpClient, ToolHost};
+use brain_tools::{
+    CallScope, ClientOptions, CredentialStore, EraPreference, Expected, FileCredentialStore,
+    GrantKey, McpClient, Secret, StoredGrant, ToolHost,
+};
 use brain_tools_config::HostConfig;
 use brain_tools_events::{ContentBlock, Delivery, ToolEvent};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    leaks::{assert_fds_settle, children, client_fds, rss_kib, settle},
+    leaks::{assert_fds_settle, children, rss_kib, settle, settled_fds},
     matrix::{Servers, build_testkit},
     scripted::Quiet,
 };
@@ -84,6 +90,8 @@ fn expected(tool: &str) -> &'static str {
         "task" | "maybe_task" | "task_flaky" => "ok",
         "task_failing" => "tool_error",
         "cancelled_task" => "cancelled",
+        // A grant two hosts share (see the module's docs).
+        "shared_grant" => "ok",
         _ => "?",
     }
 }
@@ -160,6 +168,31 @@ async fn soak() {
         )
     }))
     .await;
+    // The shared grant: its servers (tokens living a second, refresh tokens rotating,
+    // a reused one revoking the grant) and the store both hosts hold it in.
+    let grant = brain_mcp_testkit::oauth::Servers::start().await;
+    grant.auth.state.rotation.store(true, Ordering::SeqCst);
+    *brain_mcp_testkit::oauth::lock(&grant.auth.state.expires_in) = 1;
+    let store_dir = tempfile::tempdir().unwrap();
+    let grant_key = GrantKey::new("local", grant.url(), grant.issuer());
+    {
+        let scopes = vec!["files:read".to_owned()];
+        let refresh = "rt-soak-first-0123456789";
+        let mut stored = StoredGrant::new("pre-registered-client");
+        stored.access_token = Some(Secret::new("at-soak-expired-0123456789"));
+        stored.refresh_token = Some(Secret::new(refresh));
+        let now = std::time::SystemTime::now();
+        stored.set_lifetime(
+            now - Duration::from_secs(120),
+            Some(Duration::from_secs(60)),
+        );
+        stored.scopes = scopes.clone();
+        grant.auth.state.knows_refresh_token(refresh, scopes);
+        let _ = FileCredentialStore::new(store_dir.path())
+            .save(&grant_key, &stored, Expected::Absent)
+            .await
+            .unwrap();
+    }
     let binding = |name: &str, server: Value, tool: &str| {
         let mut binding = json!({"name": name, "input_schema": {"type": "object"}, "mcp_tool": tool,
                                  "tenants": ["local"], "timeout_seconds": 10});
@@ -228,17 +261,34 @@ async fn soak() {
         binding("task_flaky", url(modern_url.clone()), "task"),
         binding("task_failing", url(modern_url.clone()), "task"),
         binding("cancelled_task", url(modern_url.clone()), "task"),
+        binding(
+            "shared_grant",
+            json!({"url": grant.url(), "auth": {"type": "oauth", "issuer": grant.issuer()}}),
+            "echo",
+        ),
     ];
     let loaded = HostConfig::from_json_value_with_env(&json!({"tools": tools}), |_| true).unwrap();
-    let client = McpClient::new(ClientOptions::default().era(EraPreference::Auto))
-        .expect("the client builds");
-    let host = ToolHost::builder(loaded.config)
-        .client(client.clone())
-        .token_source(|name| (name == "SOAK_TOKEN").then(|| SOAK_TOKEN.to_owned()))
-        .build()
-        .unwrap();
+    // Two hosts, as two processes would be: each its client (tokens cached apart) and its
+    // handle on the one store.
+    let host_on = |client: &McpClient| {
+        ToolHost::builder(loaded.config.clone())
+            .client(client.clone())
+            .token_source(|name| (name == "SOAK_TOKEN").then(|| SOAK_TOKEN.to_owned()))
+            .build()
+            .unwrap()
+    };
+    let options = || {
+        let store: Arc<dyn CredentialStore> = Arc::new(FileCredentialStore::new(store_dir.path()));
+        ClientOptions::default()
+            .era(EraPreference::Auto)
+            .credential_store(store)
+    };
+    let client = McpClient::new(options()).expect("the client builds");
+    let host = host_on(&client);
+    let other_client = McpClient::new(options()).expect("the client builds");
+    let other_host = host_on(&other_client);
 
-    let fds_before = client_fds();
+    let fds_before = settled_fds().await;
     let children_before = children();
     let next = Arc::new(AtomicUsize::new(0));
     let dice = Arc::new(Dice(AtomicU64::new(0x9e37_79b9_7f4a_7c15)));
@@ -251,8 +301,9 @@ async fn soak() {
     let started = Instant::now();
     let mut workers = Vec::new();
     for _ in 0..CONCURRENCY {
-        let (host, next, dice, counts, warm_rss) = (
+        let (host, other_host, next, dice, counts, warm_rss) = (
             host.clone(),
+            other_host.clone(),
             next.clone(),
             dice.clone(),
             counts.clone(),
@@ -316,6 +367,7 @@ async fn soak() {
                         )
                     }
                     8 => ("echo_stdio", json!({"message": format!("m{i}")}), None),
+                    13 => ("shared_grant", json!({}), None),
                     9..13 => {
                         let (tool, arguments) = match roll {
                             9 => ("task", json!({"polls": 2})),
@@ -350,7 +402,13 @@ async fn soak() {
                 }
                 let sink = Arc::new(Mutex::new(Vec::new()));
                 let scope = CallScope::new("local", "soak", format!("call-{i}"));
-                let result = host
+                // The shared grant's calls alternate between the two hosts.
+                let on = if tool == "shared_grant" && i % 2 == 0 {
+                    &other_host
+                } else {
+                    &host
+                };
+                let result = on
                     .call(scope.clone(), tool, arguments)
                     .cancel(cancel)
                     .sink(sink.clone())
@@ -379,6 +437,10 @@ async fn soak() {
                     Some(&ToolEvent::Result(result.clone())),
                     "call {i}"
                 );
+                if tool == "shared_grant" {
+                    // The OAuth resource server answers every call so, once authorized.
+                    assert_eq!(result.content, vec![ContentBlock::text("ok")], "call {i}");
+                }
                 if tool.starts_with("echo_") {
                     assert_eq!(
                         result.content,
@@ -421,7 +483,7 @@ async fn soak() {
                         "echoed" | "not_an_answer" | "not_a_result" | "accepted_only"
                         | "bad_event_id" | "many_blocks" | "refused_rpc" | "reason_403"
                         | "retry_forever" | "stderr_exit" | "task" | "maybe_task"
-                        | "task_flaky" | "task_failing" | "cancelled_task" => tool,
+                        | "task_flaky" | "task_failing" | "cancelled_task" | "shared_grant" => tool,
                         _ if kind == "ok" => "ok",
                         _ => expected(tool),
                     })
@@ -433,7 +495,28 @@ async fn soak() {
         worker.await.unwrap();
     }
     let elapsed = started.elapsed();
+    other_client.shutdown(Duration::from_secs(30)).await;
     client.shutdown(Duration::from_secs(30)).await;
+    // The shared grant: no refresh token came back to the authorization server (each
+    // refresh ran once, under the store's lease, the other host reading what it saved), at
+    // most one refresh per lifetime of a token, and a usable grant left in the store.
+    let auth = &grant.auth.state;
+    let refreshes = auth.token_requests("refresh_token").len();
+    assert_eq!(
+        auth.reuses.load(Ordering::SeqCst),
+        0,
+        "no refresh token reused"
+    );
+    assert!(
+        refreshes as f64 <= elapsed.as_secs_f64().ceil() + 1.0,
+        "{refreshes} refreshes in {elapsed:?} of one-second tokens"
+    );
+    let stored = FileCredentialStore::new(store_dir.path())
+        .load(&grant_key)
+        .await
+        .unwrap()
+        .expect("the grant is still stored");
+    assert!(stored.grant.is_usable(), "the stored grant is usable");
     let stats = client.stats();
     assert!(stats.warm_served > 0, "calls ran on warm contexts too");
     assert_eq!(
@@ -474,7 +557,7 @@ async fn soak() {
         .filter(|(k, _)| {
             !matches!(
                 **k,
-                "ok" | "cancelled" | "cancelled_task" | "task" | "maybe_task"
+                "ok" | "cancelled" | "cancelled_task" | "task" | "maybe_task" | "shared_grant"
             )
         })
         .map(|(_, n)| n)
@@ -483,20 +566,22 @@ async fn soak() {
         "soak: {total} calls in {:.1} s ({:.0}/s), {CONCURRENCY} at a time; outcomes {counts:?}; \
          faults {faults}, cancels {}; warm contexts served {} calls; rss after warm-up {warm} KiB, \
          at the end {end_rss} KiB; tasks: {task_calls} calls to their end with {} polls, \
-         {cancels} given up with tasks/cancel; leaks: calls {}, tasks {}, children {}, sessions {}",
+         {cancels} given up with tasks/cancel; shared grant: {} calls on two hosts, \
+         {refreshes} refreshes, 0 reuses; leaks: calls {}, tasks {}, children {}, sessions {}",
         elapsed.as_secs_f64(),
         total as f64 / elapsed.as_secs_f64(),
         counts.get("cancelled").copied().unwrap_or(0)
             + counts.get("cancelled_task").copied().unwrap_or(0),
         stats.warm_served,
         polls,
+        counts.get("shared_grant").copied().unwrap_or(0),
         stats.calls_in_flight,
         stats.background_tasks,
         children_after - children_before,
         open_sessions,
     );
-    drop(host);
-    drop(client);
+    drop((host, other_host));
+    drop((client, other_client));
     assert_fds_settle(&fds_before, Duration::from_secs(5)).await;
     assert!(
         end_rss <= warm + warm / 10,
