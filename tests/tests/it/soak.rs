@@ -367,7 +367,9 @@ async fn soak() {
                         )
                     }
                     8 => ("echo_stdio", json!({"message": format!("m{i}")}), None),
-                    13 => ("shared_grant", json!({}), None),
+                    // Half a percent: the in-process OAuth servers (wiremock) keep every
+                    // request, which the memory check would count as the client's.
+                    13 if i % 2 == 0 => ("shared_grant", json!({}), None),
                     9..13 => {
                         let (tool, arguments) = match roll {
                             9 => ("task", json!({"polls": 2})),
@@ -403,7 +405,7 @@ async fn soak() {
                 let sink = Arc::new(Mutex::new(Vec::new()));
                 let scope = CallScope::new("local", "soak", format!("call-{i}"));
                 // The shared grant's calls alternate between the two hosts.
-                let on = if tool == "shared_grant" && i % 2 == 0 {
+                let on = if tool == "shared_grant" && i % 4 == 0 {
                     &other_host
                 } else {
                     &host
@@ -498,8 +500,10 @@ async fn soak() {
     other_client.shutdown(Duration::from_secs(30)).await;
     client.shutdown(Duration::from_secs(30)).await;
     // The shared grant: no refresh token came back to the authorization server (each
-    // refresh ran once, under the store's lease, the other host reading what it saved), at
-    // most one refresh per lifetime of a token, and a usable grant left in the store.
+    // refresh ran once, under the store's lease, the other host reading what it saved: a
+    // second refresh of one token would have been a reuse, which revokes the grant), no
+    // more refreshes than the tokens' lifetimes allow (a token is renewed once half its
+    // life has passed, so at most two a second), and a usable grant left in the store.
     let auth = &grant.auth.state;
     let refreshes = auth.token_requests("refresh_token").len();
     assert_eq!(
@@ -508,7 +512,7 @@ async fn soak() {
         "no refresh token reused"
     );
     assert!(
-        refreshes as f64 <= elapsed.as_secs_f64().ceil() + 1.0,
+        refreshes as f64 <= 2.0 * elapsed.as_secs_f64().ceil() + 1.0,
         "{refreshes} refreshes in {elapsed:?} of one-second tokens"
     );
     let stored = FileCredentialStore::new(store_dir.path())
