@@ -765,13 +765,16 @@ impl ToolHost {
 /// assert!(matches!(rx.recv().await, Some(ToolEvent::Result(r)) if r == result));
 ///
 /// // A cancel token (one token may end every call of a model session): the call is
-/// // spawned, since it is owned and `Send + 'static`, and cancelled while it runs.
+/// // spawned, since it is owned and `Send + 'static`, and cancelled once its progress
+/// // shows that it runs.
 /// let session = CancellationToken::new();
+/// let (events, mut rx) = tokio::sync::mpsc::unbounded_channel();
 /// let call = host
 ///     .call(CallScope::new("acme", "s1", "c2"), "report", serde_json::json!({}))
-///     .cancel(session.clone());
+///     .cancel(session.clone())
+///     .sink(Arc::new(events));
 /// let running = tokio::spawn(call.into_future());
-/// tokio::time::sleep(Duration::from_millis(20)).await;
+/// assert!(matches!(rx.recv().await, Some(ToolEvent::Progress(_))));
 /// session.cancel();
 /// let result = running.await?;
 /// assert_eq!(result.error.map(|e| e.kind), Some(ErrorKind::Cancelled));
@@ -1017,8 +1020,12 @@ async fn run_http(
     let tool = &binding.name;
     let inner_cancel = call.cancel.clone();
     let deadline = call.deadline;
+    // The executor's cancel token is a child of the caller's: an executor that stops as
+    // soon as it is cancelled is ready at the same poll as the cancel itself, and the
+    // call must end as the caller or the clock ended it, not with what the executor
+    // returned on its way out. So the deadline and the cancel are looked at first.
     let outcome = tokio::select! {
-        outcome = executor.execute(call) => outcome,
+        biased;
         () = tokio::time::sleep_until(deadline) => Err(ToolError::new(
             ErrorKind::Timeout,
             Delivery::Unknown,
@@ -1029,6 +1036,7 @@ async fn run_http(
             Delivery::Unknown,
             format!("{tool} was cancelled"),
         )),
+        outcome = executor.execute(call) => outcome,
     };
     inner_cancel.cancel();
     outcome
