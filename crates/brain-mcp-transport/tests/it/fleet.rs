@@ -170,17 +170,44 @@ async fn a_holder_whose_token_is_due_uses_the_one_another_holder_refreshed() {
     assert_eq!(state.reuses.load(Ordering::SeqCst), 0);
 }
 
-/// A store whose leases exclude nobody (a host's store that cannot coordinate): two
-/// holders refresh the same grant at once, and one of them is refused.
+/// A store whose leases exclude nobody (a host's store that cannot coordinate), one per
+/// holder on one directory. Two holders then refresh the same grant, and one is refused.
+/// [`Order`] holds the order in which that happens on a real fleet at its worst, so that
+/// no timing decides it: both read the grant under their "lease" before either writes
+/// (so both refresh it), and the refused one reads the store again after the other's
+/// write.
 #[derive(Debug)]
-struct NoLeases(FileCredentialStore);
+struct NoLeases {
+    inner: FileCredentialStore,
+    order: Arc<Order>,
+    /// Set while this holder holds its lease; the reads made under it.
+    leased: Arc<std::sync::Mutex<Option<usize>>>,
+}
 
 #[derive(Debug)]
-struct Nothing;
+struct Order {
+    /// Holders that have read the grant under their lease.
+    read: tokio::sync::watch::Sender<usize>,
+    /// Grants written.
+    written: tokio::sync::watch::Sender<usize>,
+}
+
+impl Order {
+    async fn wait(counter: &tokio::sync::watch::Sender<usize>, at_least: usize, what: &str) {
+        let mut seen = counter.subscribe();
+        let waited =
+            tokio::time::timeout(Duration::from_secs(30), seen.wait_for(|n| *n >= at_least));
+        assert!(matches!(waited.await, Ok(Ok(_))), "never happened: {what}");
+    }
+}
+
+#[derive(Debug)]
+struct Released(Arc<std::sync::Mutex<Option<usize>>>);
 
 #[async_trait::async_trait]
-impl brain_mcp_transport::LeaseHolder for Nothing {
+impl brain_mcp_transport::LeaseHolder for Released {
     async fn release(self: Box<Self>) -> Result<(), StoreError> {
+        *lock(&self.0) = None;
         Ok(())
     }
 }
@@ -188,7 +215,22 @@ impl brain_mcp_transport::LeaseHolder for Nothing {
 #[async_trait::async_trait]
 impl CredentialStore for NoLeases {
     async fn load(&self, key: &GrantKey) -> Result<Option<VersionedGrant>, StoreError> {
-        self.0.load(key).await
+        let under_lease = lock(&self.leased).as_mut().map(|reads| {
+            *reads += 1;
+            *reads
+        });
+        match under_lease {
+            Some(1) => {
+                let loaded = self.inner.load(key).await;
+                self.order.read.send_modify(|n| *n += 1);
+                loaded
+            }
+            Some(_) => {
+                Order::wait(&self.order.written, 1, "the other holder's write").await;
+                self.inner.load(key).await
+            }
+            None => self.inner.load(key).await,
+        }
     }
     async fn save(
         &self,
@@ -196,27 +238,42 @@ impl CredentialStore for NoLeases {
         grant: &StoredGrant,
         expected: Expected,
     ) -> Result<Swap<brain_mcp_transport::GrantVersion>, StoreError> {
-        self.0.save(key, grant, expected).await
+        Order::wait(&self.order.read, 2, "both holders read the grant").await;
+        let saved = self.inner.save(key, grant, expected).await;
+        self.order.written.send_modify(|n| *n += 1);
+        saved
     }
     async fn remove(
         &self,
         key: &GrantKey,
         version: Option<brain_mcp_transport::GrantVersion>,
     ) -> Result<Swap<()>, StoreError> {
-        self.0.remove(key, version).await
+        self.inner.remove(key, version).await
     }
     async fn keys(&self, tenant: &str, resource: &str) -> Result<Vec<GrantKey>, StoreError> {
-        self.0.keys(tenant, resource).await
+        self.inner.keys(tenant, resource).await
     }
     async fn try_lease(&self, _: &GrantKey, _: Duration) -> Result<Option<Lease>, StoreError> {
-        Ok(Some(Lease::new(Nothing)))
+        *lock(&self.leased) = Some(0);
+        Ok(Some(Lease::new(Released(Arc::clone(&self.leased)))))
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_refused_refresh_reads_the_store_again_and_never_deletes_the_winners_grant() {
     let dir = tempfile::tempdir().unwrap();
-    let store: Arc<dyn CredentialStore> = Arc::new(NoLeases(FileCredentialStore::new(dir.path())));
+    let order = Arc::new(Order {
+        read: tokio::sync::watch::Sender::new(0),
+        written: tokio::sync::watch::Sender::new(0),
+    });
+    let no_leases = || -> Arc<dyn CredentialStore> {
+        Arc::new(NoLeases {
+            inner: FileCredentialStore::new(dir.path()),
+            order: Arc::clone(&order),
+            leased: Arc::default(),
+        })
+    };
+    let store = FileCredentialStore::new(dir.path());
     let servers = servers().await;
     // A used refresh token is refused, the grant not revoked: the loser must find the
     // winner's grant, use it, and leave it stored.
@@ -225,9 +282,8 @@ async fn a_refused_refresh_reads_the_store_again_and_never_deletes_the_winners_g
         .state
         .reuse_detection
         .store(false, Ordering::SeqCst);
-    *lock(&servers.auth.state.token_delay) = Duration::from_millis(200);
-    store_grant(&servers, store.as_ref(), "acme", Duration::from_secs(7200)).await;
-    let (a, b) = (holder(Arc::clone(&store)), holder(Arc::clone(&store)));
+    store_grant(&servers, &store, "acme", Duration::from_secs(7200)).await;
+    let (a, b) = (holder(no_leases()), holder(no_leases()));
     let url = servers.url();
     let (first, second) = tokio::join!(
         call_as(&a, &url, "acme", pinned(&servers), json!({})),
@@ -241,7 +297,7 @@ async fn a_refused_refresh_reads_the_store_again_and_never_deletes_the_winners_g
         2,
         "both refreshed: the store could not say otherwise"
     );
-    let after = stored(&servers, store.as_ref(), "acme").await.grant;
+    let after = stored(&servers, &store, "acme").await.grant;
     assert!(after.is_usable(), "the winner's grant is kept: {after:?}");
 }
 
@@ -351,17 +407,27 @@ async fn a_call_that_stops_waiting_does_not_lose_the_refresh_token_it_rotated() 
     let grant = store_grant(&servers, store.as_ref(), "acme", Duration::from_secs(7200)).await;
     *lock(&servers.auth.state.token_delay) = Duration::from_millis(1500);
     let client = holder(Arc::clone(&store));
+    let cancel = tokio_util::sync::CancellationToken::new();
     let request = CallRequest::new(
         Endpoint::http(servers.url(), None),
         "echo",
         "call-1",
-        Duration::from_millis(300),
+        Duration::from_secs(30),
     )
-    .authorization(Authorization::new("acme", pinned(&servers)));
-    let error = client.call(request).await.unwrap_err();
+    .authorization(Authorization::new("acme", pinned(&servers)))
+    .cancel(cancel.clone());
+    // The call stops waiting once its refresh reached the authorization server, whose
+    // answer is still on its way: mid-refresh, whatever the machine's speed.
+    let mut token_requests = servers.auth.state.token_requests_seen.subscribe();
+    let stop_mid_refresh = async {
+        let _ = token_requests.wait_for(|seen| *seen >= 1).await;
+        cancel.cancel();
+    };
+    let (outcome, ()) = tokio::join!(client.call(request), stop_mid_refresh);
+    let error = outcome.unwrap_err();
     assert_eq!(
         (error.kind(), error.delivery()),
-        (ErrorKind::Timeout, Delivery::NotSent)
+        (ErrorKind::Cancelled, Delivery::NotSent)
     );
     // The refresh ran to its end and stored the rotated grant (shutdown waits for it).
     client.shutdown(Duration::from_secs(10)).await;
