@@ -159,7 +159,9 @@ async fn input_a_task_asks_for_is_answered_as_elicitation_is() {
 async fn the_deadline_and_the_caller_give_the_task_up_with_tasks_cancel() {
     let (server, endpoint) = started(Era::Modern).await;
     let client = client(EraPreference::Modern);
-    let timeout = Duration::from_millis(400);
+    // Long enough for the task to be created on a loaded machine (`Delivered` says it
+    // was); the task never ends.
+    let timeout = Duration::from_secs(3);
     let ran = run(
         &client,
         request(

@@ -123,7 +123,9 @@ pub(crate) fn failing_bindings(server: &TestServer, refused: &str) -> Value {
             ("missing", binding(&url, "no_such_tool", json!({}))),
             (
                 "slow",
-                binding(&url, "sleep", json!({"timeout_seconds": 1})),
+                // Long enough for the call to reach the tool on a loaded machine (its
+                // `unknown` delivery says it did).
+                binding(&url, "sleep", json!({"timeout_seconds": 3})),
             ),
             (
                 "small",
