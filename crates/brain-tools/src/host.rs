@@ -584,7 +584,7 @@ impl ToolHost {
                     request = request.authorization(Authorization::new(&scope.tenant_id, grant));
                 }
                 sent.store(true, Ordering::Relaxed);
-                let call = self.inner.client.call(request);
+                let call = std::pin::pin!(self.inner.client.call(request));
                 let outcome = stream(call, progress_rx, &header, sink).await;
                 outcome
                     .map(|outcome| McpResult::convert(&outcome.result, result_content(&binding)))
@@ -623,7 +623,8 @@ impl ToolHost {
                     cancel: cancel.child_token(),
                     progress: progress_tx,
                 };
-                let executing = run_http(executor, call, (&binding, timeout), cancel);
+                let executing =
+                    std::pin::pin!(run_http(executor, call, (&binding, timeout), cancel));
                 stream(executing, progress_rx, &header, sink)
                     .await
                     .map(|output: HttpToolOutput| {
@@ -983,8 +984,12 @@ fn scope_meta(scope: &CallScope) -> JsonObject {
 /// the channel: all progress is emitted before the result. The call is polled first, so
 /// a flood of progress never holds back its deadline; the channel is bounded and drops
 /// the oldest update when the sink falls behind (progress is live-only).
+///
+/// The call is pinned by the caller and borrowed here: a future taken by value would be
+/// held twice in this one's state (as the argument and as the pinned local), doubling the
+/// memory of every call in flight.
 async fn stream<T>(
-    call: impl Future<Output = T>,
+    mut call: std::pin::Pin<&mut impl Future<Output = T>>,
     mut progress: ProgressReceiver,
     header: &CallHeader,
     sink: &dyn EventSink,
@@ -997,11 +1002,10 @@ async fn stream<T>(
             update.message,
         ));
     };
-    let mut call = std::pin::pin!(call);
     let outcome = loop {
         tokio::select! {
             biased;
-            outcome = &mut call => break outcome,
+            outcome = call.as_mut() => break outcome,
             Some(update) = progress.recv() => emit(update),
         }
     };

@@ -562,15 +562,16 @@ impl McpClient {
         let purpose = Purpose::Call {
             budget: request.max_output_bytes,
         };
-        let opened = self
-            .open(
-                &request.endpoint,
-                request.deadline,
-                &request.cancel,
-                purpose,
-                &request.trace,
-            )
-            .await?;
+        // Boxed: opening is over before the call waits for its answer, so its state (larger
+        // than the rest of the call's) is freed then instead of held while in flight.
+        let opened = Box::pin(self.open(
+            &request.endpoint,
+            request.deadline,
+            &request.cancel,
+            purpose,
+            &request.trace,
+        ))
+        .await?;
         let source = match opened {
             Opened::Shared(_) => Source::Shared,
             _ => Source::Cold,

@@ -315,7 +315,8 @@ pub(crate) async fn call(
         request,
     };
     if let (Opened::Shared(modern), true) = (&*opened, request.param_headers) {
-        modern.ensure_listed(request.deadline).await;
+        // Boxed: rarely needed, and its state would otherwise sit in every call's.
+        Box::pin(modern.ensure_listed(request.deadline)).await;
     }
     let registration = opened.registry().register(Arc::clone(&state));
     let era = opened.era();

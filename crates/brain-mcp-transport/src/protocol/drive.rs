@@ -181,9 +181,13 @@ pub(crate) async fn drive_call(
             }
             ServerResult::CustomResult(custom) => custom.0,
             ServerResult::EmptyResult(_) => Value::Object(JsonObject::new()),
-            // The server took the call as a task: from here on only polls go out.
+            // The server took the call as a task: from here on only polls go out. Boxed:
+            // its state is most of this future's, which every call in flight would hold.
             ServerResult::CreateTaskResult(created) if tasks => {
-                return task::follow(peer, handler, registry, state, request, created).await;
+                return Box::pin(task::follow(
+                    peer, handler, registry, state, request, created,
+                ))
+                .await;
             }
             ServerResult::CreateTaskResult(_)
             | ServerResult::GetTaskResult(_)
