@@ -1167,12 +1167,14 @@ fn call_failure(
 }
 
 /// "`tool` timed out after 30 s" (or "after 0.25 s": a call's own deadline may be short).
+/// Said to the hundredth of a second, and in whole seconds when it is some: a deadline a
+/// few microseconds short of 3 s (taken from a clock) reads "3 s", not "3.00 s".
 fn timed_out(tool: &str, timeout: Duration) -> String {
-    let seconds = timeout.as_secs_f64();
-    if timeout.subsec_millis() == 0 {
-        format!("{tool} timed out after {seconds:.0} s")
+    let hundredths = (timeout.as_millis() + 5) / 10;
+    if hundredths.is_multiple_of(100) {
+        format!("{tool} timed out after {} s", hundredths / 100)
     } else {
-        format!("{tool} timed out after {seconds:.2} s")
+        format!("{tool} timed out after {:.2} s", hundredths as f64 / 100.0)
     }
 }
 
@@ -1226,6 +1228,10 @@ mod tests {
         assert_eq!(
             timed_out("t", Duration::from_millis(250)),
             "t timed out after 0.25 s"
+        );
+        assert_eq!(
+            timed_out("t", Duration::from_nanos(2_999_999_000)),
+            "t timed out after 3 s"
         );
     }
 }
