@@ -405,7 +405,7 @@ async fn a_call_that_stops_waiting_does_not_lose_the_refresh_token_it_rotated() 
     let store: Arc<dyn CredentialStore> = Arc::new(FileCredentialStore::new(dir.path()));
     let servers = servers().await;
     let grant = store_grant(&servers, store.as_ref(), "acme", Duration::from_secs(7200)).await;
-    *lock(&servers.auth.state.token_delay) = Duration::from_millis(1500);
+    *lock(&servers.auth.state.token_delay) = Duration::from_secs(3);
     let client = holder(Arc::clone(&store));
     let cancel = tokio_util::sync::CancellationToken::new();
     let request = CallRequest::new(
@@ -420,7 +420,15 @@ async fn a_call_that_stops_waiting_does_not_lose_the_refresh_token_it_rotated() 
     // answer is still on its way: mid-refresh, whatever the machine's speed.
     let mut token_requests = servers.auth.state.token_requests_seen.subscribe();
     let stop_mid_refresh = async {
-        let _ = token_requests.wait_for(|seen| *seen >= 1).await;
+        let reached = tokio::time::timeout(
+            Duration::from_secs(30),
+            token_requests.wait_for(|seen| *seen >= 1),
+        )
+        .await;
+        assert!(
+            matches!(reached, Ok(Ok(_))),
+            "the call's refresh never reached the authorization server"
+        );
         cancel.cancel();
     };
     let (outcome, ()) = tokio::join!(client.call(request), stop_mid_refresh);

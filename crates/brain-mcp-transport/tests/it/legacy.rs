@@ -431,8 +431,14 @@ async fn a_call_dropped_during_the_handshake_ends_its_requests() {
         "c1",
         Duration::from_secs(30),
     ));
-    let dropped = tokio::time::timeout(Duration::from_millis(300), call).await;
-    assert!(dropped.is_err(), "the initialize is never answered");
+    // Dropped once the initialize reached the server: mid-handshake, whatever the
+    // machine's speed.
+    tokio::select! {
+        _ = call => panic!("the initialize is never answered"),
+        seen = server.wait_for(|c| c.http_posts >= 1, Duration::from_secs(30)) => {
+            assert!(seen.http_posts >= 1, "the initialize reached the server");
+        }
+    }
     // Dropping the open started its close (which ends the hung initialize after its
     // grace) on the client's tracker, and shutdown waits for it.
     assert_eq!(client.stats().background_tasks, 1);

@@ -100,7 +100,7 @@ pub(crate) fn stdio_server() -> String {
 }
 
 /// A deadline plus the grace a failing call may take to say so.
-pub(crate) const GRACE: Duration = Duration::from_millis(750);
+pub(crate) const GRACE: Duration = Duration::from_secs(2);
 
 /// A testkit HTTP server in `era`, and its endpoint (no token).
 pub(crate) async fn started(

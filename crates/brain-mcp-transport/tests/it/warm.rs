@@ -174,14 +174,15 @@ async fn idle_warm_sessions_are_closed() {
     let client = client_with(
         ClientOptions::default()
             .era(EraPreference::Legacy)
-            // Calls a second apart keep a session warm, on a loaded machine too.
-            .warm_idle(Duration::from_secs(1)),
+            // Long enough for the refill to open and be kept on a loaded machine.
+            .warm_idle(Duration::from_secs(3)),
     );
     for _ in 0..2 {
         call(&client, &endpoint, "echo", json!({"message": "x"})).await;
     }
-    // The warm session opened after the second call, then closed once idle (the
-    // server's counters only grow, so neither step can be missed).
+    // The warm session opened after the second call and was kept...
+    until_warm(&client, 1).await;
+    // ...then closed once idle (the server's counters only grow).
     let seen = server
         .wait_for(
             |c| c.open_sessions() == 0 && c.sessions_opened == 3,

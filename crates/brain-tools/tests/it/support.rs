@@ -249,4 +249,4 @@ pub(crate) async fn call_as(
     (result, events)
 }
 
-pub(crate) const GRACE: Duration = Duration::from_millis(750);
+pub(crate) const GRACE: Duration = Duration::from_secs(2);
