@@ -163,16 +163,50 @@ fn diff(old: &str, new: &str) -> String {
     text
 }
 
+/// Set for xtask when cargo runs it as `RUSTDOC`: the rustdoc to run, with
+/// `RUSTC_BOOTSTRAP=1` (see [`unstable_rustdoc`]).
+pub(crate) const UNSTABLE_RUSTDOC: &str = "BRAIN_XTASK_UNSTABLE_RUSTDOC";
+
+/// xtask as cargo's `RUSTDOC` for the listing: runs `rustdoc` (the value of
+/// [`UNSTABLE_RUSTDOC`]) with xtask's arguments and `RUSTC_BOOTSTRAP=1`, which rustdoc's
+/// JSON output needs on the stable toolchain; returns its exit code.
+pub(crate) fn unstable_rustdoc(rustdoc: std::ffi::OsString) -> u8 {
+    let status = std::process::Command::new(&rustdoc)
+        .args(std::env::args_os().skip(1))
+        .env("RUSTC_BOOTSTRAP", "1")
+        .env_remove(UNSTABLE_RUSTDOC)
+        .status();
+    match status {
+        Ok(status) => status
+            .code()
+            .and_then(|code| u8::try_from(code).ok())
+            .unwrap_or(1),
+        Err(error) => {
+            eprintln!("xtask: cannot run {}: {error}", rustdoc.to_string_lossy());
+            1
+        }
+    }
+}
+
 /// Builds a crate's rustdoc JSON and renders its public API.
 /// `ours` maps the defining path of each public item of the crates listed before to the
 /// path a user writes; this crate's items are added to it.
 fn listing(package: &str, ours: &mut HashMap<String, String>) -> anyhow::Result<String> {
-    // Its own target directory: `RUSTC_BOOTSTRAP` changes what cargo fingerprints, so in
-    // the shared one it would rebuild every dependency for the steps after it.
-    let target = util::target_dir().join("api");
+    // rustdoc alone runs with `RUSTC_BOOTSTRAP` (through `unstable_rustdoc`): set for
+    // cargo, it would reach the build scripts that watch it and change the fingerprint of
+    // most of the graph, so the dependencies the earlier steps checked would be checked
+    // again. This way they are reused from the shared target directory.
+    let target = util::target_dir();
     util::run(
         util::cargo()
-            .env("RUSTC_BOOTSTRAP", "1")
+            .env(
+                "RUSTDOC",
+                std::env::current_exe().context("cannot find xtask's own executable")?,
+            )
+            .env(
+                UNSTABLE_RUSTDOC,
+                std::env::var_os("RUSTDOC").unwrap_or_else(|| "rustdoc".into()),
+            )
             .args([
                 "rustdoc",
                 "--quiet",
@@ -181,8 +215,6 @@ fn listing(package: &str, ours: &mut HashMap<String, String>) -> anyhow::Result<
                 "--lib",
                 "--all-features",
             ])
-            .arg("--target-dir")
-            .arg(&target)
             .args(["--", "-Z", "unstable-options", "--output-format", "json"]),
     )?;
     let file: PathBuf = target

@@ -270,15 +270,10 @@ fn outside(options: &Options) -> anyhow::Result<()> {
     }
     let started = Instant::now();
     peers::install()?;
-    util::run(util::cargo().args([
-        "build",
-        "--quiet",
-        "-p",
-        "brain-conformance",
-        "--bin",
-        "brain-conformance",
-    ]))?;
-    util::run(util::cargo().args(["build", "--quiet", "-p", "brain-mcp-testkit", "--bins"]))?;
+    // The client and the testkit's servers, as the tests build them (`cargo test
+    // --no-run`: nothing to do after `cargo xtask test`'s build; built alone with `-p`,
+    // they would get other features and much of the graph would be built again).
+    util::run(util::cargo().args(["test", "--workspace", "--no-run", "--quiet"]))?;
     let probe = Command::new("unshare")
         .args(["-rn", "sh", "-c", "ip link set lo up"])
         .stdin(Stdio::null())

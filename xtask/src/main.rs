@@ -37,7 +37,7 @@ const COMMANDS: &[Command] = &[
         about: "fmt, clippy, cargo features, dependency direction, public API, semver, packages, tests, and the conformance run (what CI runs)",
         options: &[(
             "--step NAME",
-            "run only this step (repeatable): fmt, clippy, features, deps, api, semver, docs, package, testkit, peers, tests, conformance",
+            "run only this step (repeatable): fmt, clippy, features, deps, api, semver, docs, package, build, peers, tests, conformance",
         )],
         run: test::run,
     },
@@ -110,6 +110,10 @@ const COMMANDS: &[Command] = &[
 ];
 
 fn main() -> ExitCode {
+    // Run by cargo as rustdoc (`cargo xtask api`).
+    if let Some(rustdoc) = std::env::var_os(api::UNSTABLE_RUSTDOC) {
+        return ExitCode::from(api::unstable_rustdoc(rustdoc));
+    }
     let args: Vec<String> = std::env::args().skip(1).collect();
     ExitCode::from(dispatch(&args))
 }

@@ -178,23 +178,36 @@ pub(crate) fn install() -> anyhow::Result<Peers> {
         npm_dir.join("package.json"),
         serde_json::to_string_pretty(&package)? + "\n",
     )?;
-    util::run(
-        Command::new("npm")
-            .arg("install")
-            .arg("--prefix")
-            .arg(&npm_dir)
-            .args(["--no-audit", "--no-fund", "--loglevel=error"]),
-    )
-    .context("installing the npm peers")?;
-    install_venv(&peers.python, &requirements()).context("installing the python peer")?;
-    // Phoenix pulls some 140 packages (about 850 MB installed): a venv of its own, so the
-    // python peer's pins stay small and its own.
-    let started = std::time::Instant::now();
-    install_venv(&peers.phoenix, &phoenix_requirements()).context("installing Arize Phoenix")?;
-    eprintln!(
-        "Arize Phoenix {PHOENIX} installed in {:.0} s",
-        started.elapsed().as_secs_f64()
-    );
+    // The npm peers and the two venvs download and unpack independently: side by side.
+    let (npm, python) = std::thread::scope(|scope| {
+        let npm = scope.spawn(|| {
+            util::run(
+                Command::new("npm")
+                    .arg("install")
+                    .arg("--prefix")
+                    .arg(&npm_dir)
+                    .args(["--no-audit", "--no-fund", "--loglevel=error"]),
+            )
+            .context("installing the npm peers")
+        });
+        let python = scope.spawn(|| -> anyhow::Result<()> {
+            install_venv(&peers.python, &requirements()).context("installing the python peer")?;
+            // Phoenix pulls some 140 packages (about 850 MB installed): a venv of its own,
+            // so the python peer's pins stay small and its own. One pip at a time: they
+            // share pip's cache.
+            let started = std::time::Instant::now();
+            install_venv(&peers.phoenix, &phoenix_requirements())
+                .context("installing Arize Phoenix")?;
+            eprintln!(
+                "Arize Phoenix {PHOENIX} installed in {:.0} s",
+                started.elapsed().as_secs_f64()
+            );
+            Ok(())
+        });
+        (join(npm), join(python))
+    });
+    npm?;
+    python?;
     let missing = peers.missing();
     anyhow::ensure!(
         missing.is_empty(),
@@ -211,6 +224,15 @@ pub(crate) fn install() -> anyhow::Result<Peers> {
     );
     std::fs::write(&marker, serde_json::to_string_pretty(&wanted)? + "\n")?;
     Ok(peers)
+}
+
+/// A scoped thread's result; a panic in it is an error.
+fn join<'scope>(
+    handle: std::thread::ScopedJoinHandle<'scope, anyhow::Result<()>>,
+) -> anyhow::Result<()> {
+    handle
+        .join()
+        .unwrap_or_else(|_| Err(anyhow::anyhow!("an install thread panicked")))
 }
 
 /// A venv whose python is `python` (`<venv>/bin/python`), made if missing, with the pinned

@@ -2,24 +2,26 @@
 //!
 //! 1. `cargo fmt --all -- --check`
 //! 2. `cargo clippy --workspace --all-targets -- -D warnings`
-//! 3. the cargo features: `cargo clippy` (lib, warnings denied) of the transport with no
-//!    features, each feature alone, the default and all, and of `brain-tools` with those it
-//!    uses itself, so that no combination rots
+//! 3. the cargo features: `cargo clippy` (lib, warnings denied) of `brain-tools` and the
+//!    transport under it with no features, each feature alone, the default and all, so
+//!    that no combination rots
 //! 4. the dependency direction (`cargo tree`), an invariant of `docs/ARCHITECTURE.md`
 //! 5. the public API of the library crates against `xtask/api/` (`cargo xtask api`)
 //! 6. semver: each published crate against its last release on crates.io, with
 //!    `cargo semver-checks`, once it has one (until then the listing of step 5 is the review)
 //! 7. `cargo doc` of the published crates with every feature, warnings denied (docs.rs
 //!    builds them so)
-//! 8. `cargo package` of the published crates, verification included, and what they hold
-//! 9. the testkit binaries (tests of other crates spawn them)
+//! 8. `cargo package` of the published crates, what they hold, and a check that each
+//!    builds from its package alone
+//! 9. the tests and the binaries they spawn (`cargo test --no-run`: one build for the
+//!    tests and the conformance run)
 //! 10. the pinned peers in `target/peers/` (some tests start server-everything)
 //! 11. the workspace's tests (`cargo nextest run` when installed, else `cargo test`)
 //! 12. `cargo xtask conformance`
 //!
 //! Every step runs even when an earlier one failed, so one run shows every problem.
 //! `--step NAME` (repeatable) runs only the named steps: fmt, clippy, features, deps, api, semver,
-//! docs, package, testkit, peers, tests, conformance.
+//! docs, package, build, peers, tests, conformance.
 
 use std::{collections::BTreeSet, time::Instant};
 
@@ -39,7 +41,7 @@ const STEPS: &[Step] = &[
     ("semver", semver),
     ("docs", docs),
     ("package", package),
-    ("testkit", testkit_binaries),
+    ("build", build_tests),
     // Some tests start the real peers (server-everything): install them first.
     ("peers", || crate::peers::install().map(|_| ())),
     ("tests", tests),
@@ -68,14 +70,33 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         );
         only.push(name.as_str());
     }
+    let runs = |name: &str| only.is_empty() || only.contains(&name);
+    // The peers download and unpack (npm, PyPI) while the build steps before them keep
+    // the cores busy: their install starts in the background now, and the `peers` step
+    // waits for it.
+    let mut peers = None;
+    if runs("peers")
+        && STEPS
+            .iter()
+            .take_while(|(name, _)| *name != "peers")
+            .any(|(name, _)| runs(name))
+    {
+        peers = Some(BackgroundPeers::start()?);
+    }
     let mut summary = Vec::new();
     for (name, step) in STEPS {
-        if !only.is_empty() && !only.contains(name) {
+        if !runs(name) {
             continue;
         }
         eprintln!("\n==> {name}");
         let started = Instant::now();
-        let outcome = step();
+        let outcome = match peers.take() {
+            Some(background) if *name == "peers" => background.finish(),
+            other => {
+                peers = other;
+                step()
+            }
+        };
         if let Err(error) = &outcome {
             eprintln!("==> {name} FAILED: {error:#}");
         }
@@ -98,6 +119,56 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `cargo xtask test --step peers` in a child process, its output in a log that the
+/// `peers` step prints.
+struct BackgroundPeers {
+    child: std::process::Child,
+    log: std::path::PathBuf,
+    started: Instant,
+}
+
+impl BackgroundPeers {
+    fn start() -> anyhow::Result<Self> {
+        let log = util::target_dir().join("peers-install.log");
+        std::fs::create_dir_all(util::target_dir())?;
+        let file = std::fs::File::create(&log)
+            .with_context(|| format!("cannot create {}", log.display()))?;
+        let child = std::process::Command::new(
+            std::env::current_exe().context("cannot find xtask's own executable")?,
+        )
+        .args(["test", "--step", "peers"])
+        .stdin(std::process::Stdio::null())
+        .stdout(file.try_clone()?)
+        .stderr(file)
+        .spawn()
+        .context("cannot start the peers' install")?;
+        eprintln!(
+            "peers: installing in the background (log: {})",
+            log.display()
+        );
+        Ok(Self {
+            child,
+            log,
+            started: Instant::now(),
+        })
+    }
+
+    /// Waits for the install and prints its log.
+    fn finish(mut self) -> anyhow::Result<()> {
+        let status = self
+            .child
+            .wait()
+            .context("waiting for the peers' install")?;
+        eprint!("{}", std::fs::read_to_string(&self.log).unwrap_or_default());
+        eprintln!(
+            "peers: the background install took {:.1} s",
+            self.started.elapsed().as_secs_f64()
+        );
+        anyhow::ensure!(status.success(), "installing the peers failed ({status})");
+        Ok(())
+    }
+}
+
 fn fmt() -> anyhow::Result<()> {
     util::run(util::cargo().args(["fmt", "--all", "--", "--check"]))
 }
@@ -113,41 +184,37 @@ fn clippy() -> anyhow::Result<()> {
     ]))
 }
 
-/// The crates with cargo features, and their features (the default set is checked as
-/// well, and none, and all).
-const FEATURED: &[(&str, &[&str])] = &[
-    (
-        "brain-mcp-transport",
-        &["stdio", "http", "oauth", "oauth-jwt", "postgres", "otel"],
-    ),
-    // Its features pass the transport's through; those it also uses itself (`otel`, and
-    // `http` with it) and the transports are checked alone, the rest in the default and
-    // all sets (alone, each is the transport's check again).
-    ("brain-tools", &["stdio", "http", "otel"]),
-];
+/// The crate whose cargo features are checked, and its features: `brain-tools` passes the
+/// transport's through under the same names (and adds its own code under `otel`, `http`
+/// and the transports), and clippy lints the workspace crates a package depends on, so
+/// each set checks both crates (and config, policy and events) with those features. A
+/// set of the transport's alone would check the same code again.
+const FEATURED: (&str, &[&str]) = (
+    "brain-tools",
+    &["stdio", "http", "oauth", "oauth-jwt", "postgres", "otel"],
+);
 
-/// `cargo clippy` of the library of each crate with features, warnings denied, with none,
-/// each alone, the default and all. In the main target directory: the lints' flags reach
-/// only these crates (not `RUSTFLAGS`, which would change every dependency's fingerprint),
-/// so what a set shares with the workspace's build (build scripts, dependencies with the
-/// same features) is reused.
+/// `cargo clippy` of the library of [`FEATURED`] (and of the workspace crates under it),
+/// warnings denied, with no features, each alone, the default and all. In the main target
+/// directory: the lints' flags reach only workspace crates (not `RUSTFLAGS`, which would
+/// change every dependency's fingerprint), so what a set shares with the workspace's
+/// build (build scripts, dependencies with the same features) is reused.
 fn features() -> anyhow::Result<()> {
-    for (package, features) in FEATURED {
-        let mut sets: Vec<Vec<&str>> = vec![vec!["--no-default-features"]];
-        for feature in *features {
-            sets.push(vec!["--no-default-features", "--features", feature]);
-        }
-        sets.push(Vec::new());
-        sets.push(vec!["--all-features"]);
-        for set in sets {
-            eprintln!("--> {package} {}", set.join(" "));
-            util::run(
-                util::cargo()
-                    .args(["clippy", "--quiet", "--lib", "-p", package])
-                    .args(&set)
-                    .args(["--", "-D", "warnings"]),
-            )?;
-        }
+    let (package, features) = FEATURED;
+    let mut sets: Vec<Vec<&str>> = vec![vec!["--no-default-features"]];
+    for feature in features {
+        sets.push(vec!["--no-default-features", "--features", feature]);
+    }
+    sets.push(Vec::new());
+    sets.push(vec!["--all-features"]);
+    for set in sets {
+        eprintln!("--> {package} {}", set.join(" "));
+        util::run(
+            util::cargo()
+                .args(["clippy", "--quiet", "--lib", "-p", package])
+                .args(&set)
+                .args(["--", "-D", "warnings"]),
+        )?;
     }
     Ok(())
 }
@@ -193,13 +260,12 @@ const PACKAGE_FILES: &[&str] = &[
     "README.md",
 ];
 
-/// `cargo package` of the published crates, verification included.
+/// `cargo package` of the published crates, and a check that each builds from its package.
 ///
-/// One `cargo package` for all of them: each crate's verification build takes its
-/// siblings from the packages just made (cargo's local registry overlay), so nothing has
-/// to be on crates.io first. Then the metadata and the file lists are checked: exactly
-/// [`PUBLISHED`] may publish, and a package holds its sources, README and LICENSE, and
-/// nothing else (no tests, snapshots of integration tests or fixtures).
+/// First the metadata and the file lists: exactly [`PUBLISHED`] may publish, and a
+/// package holds its sources, README and LICENSE, and nothing else (no tests, snapshots
+/// of integration tests or fixtures). Then one `cargo package` for all of them, and
+/// [`verify_packages`].
 fn package() -> anyhow::Result<()> {
     let metadata: Value = serde_json::from_str(&util::output(util::cargo().args([
         "metadata",
@@ -274,38 +340,96 @@ fn package() -> anyhow::Result<()> {
         }
     }
     anyhow::ensure!(problems.is_empty(), "{}", problems.join("; "));
-    forget_unpacked_packages(&versions)?;
-    // Verification builds in a target directory of its own: each package builds with its
-    // own features (not the workspace's union), so what it builds would not serve the
-    // workspace anyway, and the workspace's build stays untouched (the tests step after
-    // this one rebuilds nothing). Our crates' artifacts there go first: cargo takes a
-    // registry crate of a known version as unchanged, so it would link the last run's
-    // build of the overlay's copy.
-    let verify = util::target_dir().join("package-verify");
-    let mut clean = util::cargo();
-    clean
-        .args(["clean", "--quiet", "--target-dir"])
-        .arg(&verify);
-    for name in PUBLISHED {
-        clean.args(["-p", name]);
-    }
-    util::run(&mut clean)?;
     let mut command = util::cargo();
-    command
-        .args(["package", "--allow-dirty", "--target-dir"])
-        .arg(&verify);
+    command.args(["package", "--quiet", "--no-verify", "--allow-dirty"]);
     for name in PUBLISHED {
         command.args(["-p", name]);
     }
     util::run(&mut command)?;
-    let dir = verify.join("package");
+    verify_packages(&versions)
+}
+
+/// Checks that each package builds from what it ships: the `.crate` files unpacked into
+/// `target/package-verify/`, a workspace of their own in which each depends on its
+/// siblings' unpacked packages (`[patch.crates-io]`: nothing has to be on crates.io
+/// first), and `cargo check` of each alone (its library and binaries, with its own
+/// default features, as `cargo package` would verify it).
+///
+/// Not `cargo package`'s own verification: that builds (code generation included) every
+/// package's graph again in a target directory of its own, about five minutes on a
+/// 2-core machine, because cargo takes the copies it unpacks as registry crates whose
+/// artifacts it may not reuse. Checked here in the workspace's target directory, each
+/// package reuses what the earlier steps checked with the same features, and a package
+/// whose `.crate` did not change keeps its unpacked files (and their times), so checking
+/// it again is a no-op. What this leaves out is code generation and linking, which the
+/// tests build from the same sources.
+fn verify_packages(versions: &[(String, String)]) -> anyhow::Result<()> {
+    let packaged = util::target_dir().join("package");
+    let verify = util::target_dir().join("package-verify");
+    std::fs::create_dir_all(&verify)
+        .with_context(|| format!("cannot create {}", verify.display()))?;
+    let mut members = String::new();
+    let mut patches = String::new();
     for (name, version) in versions {
-        let file = dir.join(format!("{name}-{version}.crate"));
-        let size = std::fs::metadata(&file)
-            .with_context(|| format!("no {}", file.display()))?
-            .len();
-        eprintln!("{name} {version}: {:.1} KiB packaged", size as f64 / 1024.0);
+        let unpacked = format!("{name}-{version}");
+        let file = packaged.join(format!("{unpacked}.crate"));
+        let bytes = std::fs::read(&file).with_context(|| format!("no {}", file.display()))?;
+        eprintln!(
+            "{name} {version}: {:.1} KiB packaged",
+            bytes.len() as f64 / 1024.0
+        );
+        let dir = verify.join(&unpacked);
+        let copy = verify.join(format!("{unpacked}.crate"));
+        if std::fs::read(&copy).ok().as_deref() != Some(bytes.as_slice()) || !dir.is_dir() {
+            if dir.exists() {
+                std::fs::remove_dir_all(&dir)
+                    .with_context(|| format!("cannot remove {}", dir.display()))?;
+            }
+            util::run(
+                std::process::Command::new("tar")
+                    .arg("-xzf")
+                    .arg(&file)
+                    .arg("-C")
+                    .arg(&verify),
+            )?;
+            std::fs::write(&copy, &bytes)
+                .with_context(|| format!("cannot write {}", copy.display()))?;
+        }
+        members.push_str(&format!("    \"{unpacked}\",\n"));
+        patches.push_str(&format!("{name} = {{ path = \"{unpacked}\" }}\n"));
     }
+    std::fs::write(
+        verify.join("Cargo.toml"),
+        format!(
+            "# Written by `cargo xtask test` (step package): the published crates as they \
+             ship,\n# each built against the others.\n[workspace]\nresolver = \"3\"\n\
+             members = [\n{members}]\n\n[patch.crates-io]\n{patches}"
+        ),
+    )?;
+    // The workspace's versions of every dependency, as a user of the lock file gets them.
+    std::fs::copy(
+        util::workspace_root().join("Cargo.lock"),
+        verify.join("Cargo.lock"),
+    )
+    .context("cannot copy Cargo.lock")?;
+    let mut failed = Vec::new();
+    for (name, _) in versions {
+        let checked = util::run(
+            util::cargo()
+                .args(["check", "--quiet", "--manifest-path"])
+                .arg(verify.join("Cargo.toml"))
+                .args(["-p", name, "--target-dir"])
+                .arg(util::target_dir()),
+        );
+        if checked.is_err() {
+            failed.push(name.as_str());
+        }
+    }
+    anyhow::ensure!(
+        failed.is_empty(),
+        "these do not build from their packages (errors above): {}",
+        failed.join(", ")
+    );
     Ok(())
 }
 
@@ -359,51 +483,37 @@ fn semver() -> anyhow::Result<()> {
     util::run(&mut command)
 }
 
-/// Removes what an earlier `cargo package` unpacked of our crates (and, in the caller, what
-/// it built of them). Verification builds each
-/// crate against its siblings from a local registry overlay, which cargo unpacks under
-/// `$CARGO_HOME/registry/src/-<hash>/<name>-<version>` and never unpacks again for the same
-/// version: a later run would verify against the sources of the first (a crate that gained
-/// a type then fails to build against its sibling's old copy). Only those directories go:
-/// overlays are the ones whose name starts with `-`; crates.io's are untouched.
-fn forget_unpacked_packages(versions: &[(String, String)]) -> anyhow::Result<()> {
-    let home = std::env::var_os("CARGO_HOME")
-        .map(std::path::PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME").map(|home| std::path::Path::new(&home).join(".cargo"))
-        });
-    let Some(sources) = home.map(|home| home.join("registry").join("src")) else {
-        return Ok(());
-    };
-    let Ok(registries) = std::fs::read_dir(&sources) else {
-        return Ok(());
-    };
-    for registry in registries.flatten() {
-        if !registry.file_name().to_string_lossy().starts_with('-') {
-            continue;
-        }
-        for (name, version) in versions {
-            let unpacked = registry.path().join(format!("{name}-{version}"));
-            if unpacked.is_dir() {
-                std::fs::remove_dir_all(&unpacked)
-                    .with_context(|| format!("cannot remove {}", unpacked.display()))?;
-            }
-        }
-    }
-    Ok(())
+/// The workspace's tests and every binary they spawn, in one build: the testkit's servers,
+/// `mcp-tools`, `brain-conformance` and `brain-fleet-host` are binaries of packages with
+/// integration tests, so cargo builds them with the tests, with the same features. A
+/// binary built alone (`cargo build -p brain-mcp-testkit`) gets the features of its
+/// package alone, and much of the graph would be built a second time for it.
+fn build_tests() -> anyhow::Result<()> {
+    util::run(util::cargo().args(["test", "--workspace", "--no-run", "--quiet"]))
 }
 
-fn testkit_binaries() -> anyhow::Result<()> {
-    util::run(util::cargo().args(["build", "-p", "brain-mcp-testkit", "--bins"]))
+/// Where [`build_tests`] leaves the testkit's binaries; the tests of other crates spawn
+/// them from there instead of building them alone.
+fn testkit_binaries() -> [(&'static str, std::path::PathBuf); 2] {
+    let dir = util::target_dir().join("debug");
+    [
+        (
+            "BRAIN_MCP_TESTKIT_STDIO",
+            dir.join("brain-mcp-testkit-stdio"),
+        ),
+        ("BRAIN_MCP_TESTKIT_HTTP", dir.join("brain-mcp-testkit-http")),
+    ]
 }
 
 fn tests() -> anyhow::Result<()> {
+    let mut command = util::cargo();
+    command.envs(testkit_binaries());
     if util::works("cargo", &["nextest", "--version"]) {
-        util::run(util::cargo().args(["nextest", "run", "--workspace", "--no-fail-fast"]))?;
+        util::run(command.args(["nextest", "run", "--workspace", "--no-fail-fast"]))?;
         // nextest does not run doctests.
         util::run(util::cargo().args(["test", "--workspace", "--doc"]))
     } else {
-        util::run(util::cargo().args(["test", "--workspace", "--no-fail-fast"]))
+        util::run(command.args(["test", "--workspace", "--no-fail-fast"]))
     }
 }
 

@@ -349,13 +349,22 @@ fn binary_path(name: &str, env_override: &str) -> PathBuf {
 
 /// Builds the testkit's binaries (once per process), for tests in other crates that spawn
 /// them: runs `cargo build -p brain-mcp-testkit --bins` with the cargo that runs the
-/// tests (a no-op when they are up to date).
+/// tests (a no-op when they are up to date). When both `BRAIN_MCP_TESTKIT_STDIO` and
+/// `BRAIN_MCP_TESTKIT_HTTP` are set, whoever set them built them, and nothing is built
+/// (`cargo xtask test` points them at the binaries its own build of the tests made:
+/// `cargo build -p` resolves features for the testkit alone, so it would build them, and
+/// much of the graph, a second time).
 ///
 /// # Panics
 /// When cargo cannot be run or the build fails.
 pub fn build_binaries() {
     static BUILT: std::sync::Once = std::sync::Once::new();
     BUILT.call_once(|| {
+        if std::env::var_os("BRAIN_MCP_TESTKIT_STDIO").is_some()
+            && std::env::var_os("BRAIN_MCP_TESTKIT_HTTP").is_some()
+        {
+            return;
+        }
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
         let mut command = std::process::Command::new(cargo);
         command.args(["build", "--quiet", "-p", "brain-mcp-testkit", "--bins"]);
