@@ -203,6 +203,8 @@ fn listing(package: &str, ours: &mut HashMap<String, String>) -> anyhow::Result<
                 "RUSTDOC",
                 std::env::current_exe().context("cannot find xtask's own executable")?,
             )
+            // The rustdoc cargo would run: `RUSTDOC`, else the one on `PATH` (a
+            // `build.rustdoc` in cargo's config is not consulted).
             .env(
                 UNSTABLE_RUSTDOC,
                 std::env::var_os("RUSTDOC").unwrap_or_else(|| "rustdoc".into()),

@@ -271,8 +271,9 @@ fn outside(options: &Options) -> anyhow::Result<()> {
     let started = Instant::now();
     peers::install()?;
     // The client and the testkit's servers, as the tests build them (`cargo test
-    // --no-run`: nothing to do after `cargo xtask test`'s build; built alone with `-p`,
-    // they would get other features and much of the graph would be built again).
+    // --no-run`): nothing to do after `cargo xtask test`'s build step, the workspace's
+    // tests when run alone. Built alone with `-p`, they would get other features, and
+    // after the tests much of the graph would be built again.
     util::run(util::cargo().args(["test", "--workspace", "--no-run", "--quiet"]))?;
     let probe = Command::new("unshare")
         .args(["-rn", "sh", "-c", "ip link set lo up"])

@@ -178,7 +178,8 @@ pub(crate) fn install() -> anyhow::Result<Peers> {
         npm_dir.join("package.json"),
         serde_json::to_string_pretty(&package)? + "\n",
     )?;
-    // The npm peers and the two venvs download and unpack independently: side by side.
+    // The npm peers download and unpack beside the two venvs (which install one after
+    // the other: they share pip's cache).
     let (npm, python) = std::thread::scope(|scope| {
         let npm = scope.spawn(|| {
             util::run(
@@ -193,8 +194,7 @@ pub(crate) fn install() -> anyhow::Result<Peers> {
         let python = scope.spawn(|| -> anyhow::Result<()> {
             install_venv(&peers.python, &requirements()).context("installing the python peer")?;
             // Phoenix pulls some 140 packages (about 850 MB installed): a venv of its own,
-            // so the python peer's pins stay small and its own. One pip at a time: they
-            // share pip's cache.
+            // so the python peer's pins stay small and its own.
             let started = std::time::Instant::now();
             install_venv(&peers.phoenix, &phoenix_requirements())
                 .context("installing Arize Phoenix")?;
@@ -206,8 +206,11 @@ pub(crate) fn install() -> anyhow::Result<Peers> {
         });
         (join(npm), join(python))
     });
-    npm?;
-    python?;
+    match (npm, python) {
+        (Ok(()), Ok(())) => {}
+        (Err(error), Ok(())) | (Ok(()), Err(error)) => return Err(error),
+        (Err(npm), Err(python)) => anyhow::bail!("{npm:#}; and {python:#}"),
+    }
     let missing = peers.missing();
     anyhow::ensure!(
         missing.is_empty(),

@@ -81,7 +81,12 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
             .take_while(|(name, _)| *name != "peers")
             .any(|(name, _)| runs(name))
     {
-        peers = Some(BackgroundPeers::start()?);
+        match BackgroundPeers::start() {
+            Ok(background) => peers = Some(background),
+            Err(error) => eprintln!(
+                "peers: cannot install in the background ({error:#}): the peers step installs them"
+            ),
+        }
     }
     let mut summary = Vec::new();
     for (name, step) in STEPS {
@@ -90,12 +95,12 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         }
         eprintln!("\n==> {name}");
         let started = Instant::now();
-        let outcome = match peers.take() {
-            Some(background) if *name == "peers" => background.finish(),
-            other => {
-                peers = other;
-                step()
-            }
+        let outcome = if *name == "peers"
+            && let Some(background) = peers.take()
+        {
+            background.finish()
+        } else {
+            step()
         };
         if let Err(error) = &outcome {
             eprintln!("==> {name} FAILED: {error:#}");
@@ -159,13 +164,31 @@ impl BackgroundPeers {
             .child
             .wait()
             .context("waiting for the peers' install")?;
-        eprint!("{}", std::fs::read_to_string(&self.log).unwrap_or_default());
+        eprint!(
+            "{}",
+            String::from_utf8_lossy(&std::fs::read(&self.log).unwrap_or_default())
+        );
         eprintln!(
-            "peers: the background install took {:.1} s",
+            "peers: installed in the background (its own time is in the log above), \
+             ended within {:.0} s of the start",
             self.started.elapsed().as_secs_f64()
         );
         anyhow::ensure!(status.success(), "installing the peers failed ({status})");
         Ok(())
+    }
+}
+
+impl Drop for BackgroundPeers {
+    /// A run that ends before the `peers` step (a panic) stops the install with it.
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+            eprintln!(
+                "peers: the background install was stopped (log: {})",
+                self.log.display()
+            );
+        }
     }
 }
 
@@ -368,6 +391,26 @@ fn verify_packages(versions: &[(String, String)]) -> anyhow::Result<()> {
     let verify = util::target_dir().join("package-verify");
     std::fs::create_dir_all(&verify)
         .with_context(|| format!("cannot create {}", verify.display()))?;
+    // What an earlier run unpacked of another version goes: only this run's packages
+    // are members.
+    let current: Vec<String> = versions
+        .iter()
+        .map(|(name, version)| format!("{name}-{version}"))
+        .collect();
+    for entry in std::fs::read_dir(&verify)?.flatten() {
+        let file_name = entry.file_name().to_string_lossy().into_owned();
+        let stem = file_name.strip_suffix(".crate").unwrap_or(&file_name);
+        let ours = file_name != "Cargo.toml" && file_name != "Cargo.lock";
+        if ours && !current.iter().any(|unpacked| unpacked == stem) {
+            let path = entry.path();
+            if path.is_dir() {
+                std::fs::remove_dir_all(&path)
+            } else {
+                std::fs::remove_file(&path)
+            }
+            .with_context(|| format!("cannot remove {}", path.display()))?;
+        }
+    }
     let mut members = String::new();
     let mut patches = String::new();
     for (name, version) in versions {
@@ -385,8 +428,11 @@ fn verify_packages(versions: &[(String, String)]) -> anyhow::Result<()> {
                 std::fs::remove_dir_all(&dir)
                     .with_context(|| format!("cannot remove {}", dir.display()))?;
             }
+            // `--touch`: a `.crate` holds its files with a fixed old time, and cargo
+            // takes a path package whose files are older than its last check as checked.
             util::run(
                 std::process::Command::new("tar")
+                    .arg("--touch")
                     .arg("-xzf")
                     .arg(&file)
                     .arg("-C")
@@ -507,7 +553,11 @@ fn testkit_binaries() -> [(&'static str, std::path::PathBuf); 2] {
 
 fn tests() -> anyhow::Result<()> {
     let mut command = util::cargo();
-    command.envs(testkit_binaries());
+    // With a target triple the binaries are elsewhere: the tests build them (as outside
+    // xtask).
+    if std::env::var_os("CARGO_BUILD_TARGET").is_none() {
+        command.envs(testkit_binaries());
+    }
     if util::works("cargo", &["nextest", "--version"]) {
         util::run(command.args(["nextest", "run", "--workspace", "--no-fail-fast"]))?;
         // nextest does not run doctests.

@@ -394,9 +394,12 @@ fn current_profile_is_release() -> bool {
 /// The path of the `brain-mcp-testkit-stdio` binary, next to the running test executable
 /// (`target/<profile>/`), or the value of `BRAIN_MCP_TESTKIT_STDIO` when set.
 ///
-/// Cargo builds a package's binaries only for that package's own tests. Tests in other crates must build it
-/// first: `cargo build -p brain-mcp-testkit --bin brain-mcp-testkit-stdio` (same profile), as `cargo xtask test` does.
-/// If it is missing, the returned path does not exist; spawning it fails with "not found".
+/// Cargo builds a package's binaries only for that package's own tests. Tests in other
+/// crates build it first with [`build_binaries`] (or `cargo build -p brain-mcp-testkit
+/// --bins`, same profile); `cargo xtask test` builds every test and binary at once
+/// (`cargo test --workspace --no-run`) and points `BRAIN_MCP_TESTKIT_STDIO` and
+/// `BRAIN_MCP_TESTKIT_HTTP` at them. If it is missing, the returned path does not exist;
+/// spawning it fails with "not found".
 pub fn stdio_binary_path() -> PathBuf {
     binary_path("brain-mcp-testkit-stdio", "BRAIN_MCP_TESTKIT_STDIO")
 }
