@@ -102,6 +102,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     let mut changed = Vec::new();
     let mut ours = HashMap::new();
     let mut foreign = Vec::new();
+    rustdoc_json()?;
     for package in CRATES {
         let listing = listing(package, &mut ours)?;
         for (root, line) in foreign_types(&listing) {
@@ -188,37 +189,40 @@ pub(crate) fn unstable_rustdoc(rustdoc: std::ffi::OsString) -> u8 {
     }
 }
 
-/// Builds a crate's rustdoc JSON and renders its public API.
+/// The rustdoc JSON of every crate in [`CRATES`], in one `cargo doc` with every feature
+/// (as the `docs` step builds their HTML, so the dependencies it checks are the ones
+/// already checked).
+///
+/// rustdoc alone runs with `RUSTC_BOOTSTRAP` (through `unstable_rustdoc`): set for
+/// cargo, it would reach the build scripts that watch it and change the fingerprint of
+/// most of the graph, so the dependencies the earlier steps checked would be checked
+/// again.
+fn rustdoc_json() -> anyhow::Result<()> {
+    let mut command = util::cargo();
+    command
+        .env(
+            "RUSTDOC",
+            std::env::current_exe().context("cannot find xtask's own executable")?,
+        )
+        // The rustdoc cargo would run: `RUSTDOC`, else the one on `PATH` (a
+        // `build.rustdoc` in cargo's config is not consulted).
+        .env(
+            UNSTABLE_RUSTDOC,
+            std::env::var_os("RUSTDOC").unwrap_or_else(|| "rustdoc".into()),
+        )
+        .env("RUSTDOCFLAGS", "-Z unstable-options --output-format json")
+        .args(["doc", "--quiet", "--no-deps", "--all-features"]);
+    for package in CRATES {
+        command.args(["-p", package]);
+    }
+    util::run(&mut command)
+}
+
+/// Renders a crate's public API from its rustdoc JSON ([`rustdoc_json`]).
 /// `ours` maps the defining path of each public item of the crates listed before to the
 /// path a user writes; this crate's items are added to it.
 fn listing(package: &str, ours: &mut HashMap<String, String>) -> anyhow::Result<String> {
-    // rustdoc alone runs with `RUSTC_BOOTSTRAP` (through `unstable_rustdoc`): set for
-    // cargo, it would reach the build scripts that watch it and change the fingerprint of
-    // most of the graph, so the dependencies the earlier steps checked would be checked
-    // again. This way they are reused from the shared target directory.
     let target = util::target_dir();
-    util::run(
-        util::cargo()
-            .env(
-                "RUSTDOC",
-                std::env::current_exe().context("cannot find xtask's own executable")?,
-            )
-            // The rustdoc cargo would run: `RUSTDOC`, else the one on `PATH` (a
-            // `build.rustdoc` in cargo's config is not consulted).
-            .env(
-                UNSTABLE_RUSTDOC,
-                std::env::var_os("RUSTDOC").unwrap_or_else(|| "rustdoc".into()),
-            )
-            .args([
-                "rustdoc",
-                "--quiet",
-                "-p",
-                package,
-                "--lib",
-                "--all-features",
-            ])
-            .args(["--", "-Z", "unstable-options", "--output-format", "json"]),
-    )?;
     let file: PathBuf = target
         .join("doc")
         .join(format!("{}.json", package.replace('-', "_")));
