@@ -479,12 +479,11 @@ impl McpClient {
     /// [`Authorization`](crate::Authorization), no token could be obtained
     /// (`authorization_required`, `authorization_failed`, `credential_store`). A tool
     /// that reports its own error (`isError`) is not an `Err`: it is a result.
-    pub async fn call(&self, request: CallRequest) -> Result<CallOutcome, CallError> {
+    pub async fn call(&self, mut request: CallRequest) -> Result<CallOutcome, CallError> {
         crate::features::check(&request.endpoint, request.authorization.as_ref())?;
         if request.authorization.is_some() {
             return grants::call(self, request).await;
         }
-        let mut request = request;
         request.trace = telemetry::trace_meta();
         let _in_flight = InFlight::new(&self.inner.calls_in_flight);
         let key = self.pool_key(&request)?;

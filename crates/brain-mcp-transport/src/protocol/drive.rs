@@ -138,12 +138,13 @@ pub(crate) async fn drive_call(
         if let Some(stop) = over {
             return Err(stop);
         }
-        let sent = peer
-            .send_request_with_option(
-                ClientRequest::CallToolRequest(CallToolRequest::new(params.clone())),
-                PeerRequestOptions::no_options().with_meta(meta.clone()),
-            )
-            .await;
+        // Boxed: sending is over before the call waits for its answer, so rmcp's state of
+        // the send (3 KB, most of this future) is freed then instead of held in flight.
+        let sent = Box::pin(peer.send_request_with_option(
+            ClientRequest::CallToolRequest(CallToolRequest::new(params.clone())),
+            PeerRequestOptions::no_options().with_meta(meta.clone()),
+        ))
+        .await;
         let mut handle = match sent {
             Ok(handle) => handle,
             Err(error) => return Err(Stop::Failed(error)),
