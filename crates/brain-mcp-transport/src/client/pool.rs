@@ -18,7 +18,8 @@
 //! its own (a hedge) once the opening under way is late against the measured time to open
 //! one, and takes whichever is ready first; the other stays warm for the next call. When
 //! starting a stdio server takes more than twice as long as the fastest start seen (the
-//! cores are busy), the pool starts one process at a time for it instead of several.
+//! cores are busy), the pool starts one process at a time for it instead of several, and
+//! a call asks for its own only once the start under way has taken twice the usual time.
 
 use std::{
     collections::{HashMap, VecDeque},
@@ -213,10 +214,19 @@ impl Pool {
         // The opening that began first (and the one this call most likely gets) is late
         // once it has taken a quarter longer than usual; the call never waits longer than
         // one usual open before it asks for its own. Nothing measured yet: at once.
+        // On busy cores (a stdio server starting one process at a time), a second start
+        // would take CPU from the one the call waits for and slow both: the call asks for
+        // its own only once the start under way has taken twice the usual time (one that
+        // hangs is still overtaken).
+        let busy = matches!(key, PoolKey::Stdio(_)) && entry.contended();
         let oldest = entry.opening.iter().min().copied().unwrap_or(now);
-        let hedge_at = entry
-            .open_time
-            .map_or(now, |usual| (oldest + usual + usual / 4).min(now + usual));
+        let hedge_at = entry.open_time.map_or(now, |usual| {
+            if busy {
+                (oldest + usual * 2).min(now + usual * 2)
+            } else {
+                (oldest + usual + usual / 4).min(now + usual)
+            }
+        });
         let (sender, handoff) = oneshot::channel();
         entry.waiters.push_back(sender);
         Take::Wait { handoff, hedge_at }
