@@ -25,8 +25,9 @@
 //!   one echo call, and ends, with P of them at a time (rmcp's own client).
 //! - `concurrent --url URL --era legacy|modern --callers C --calls N [--cold]`: C callers
 //!   sharing one `ToolHost` (`--cold`: warm contexts off).
-//! - `inflight --url URL --era legacy|modern --calls N --sleep-ms MS`: peak memory with N
-//!   calls in flight on a sleeping server.
+//! - `inflight --url URL --era legacy|modern --calls N --sleep-ms MS [--ca PEM] [--http1]`:
+//!   peak memory with N calls in flight on a sleeping server (`--ca`: trust this CA, for an
+//!   `https` server; `--http1`: offer it no HTTP/2).
 //! - `stream --url URL --bytes B --budget M`: memory while one call's server streams B
 //!   bytes against a budget of M.
 //! - `discover --url URL`: the time to list every tool (every page).
@@ -162,9 +163,17 @@ async fn run(args: &[String]) -> anyhow::Result<Value> {
         }
         Some("inflight") => {
             let era = crate::parse_era(flag_value(args, "--era"))?;
+            let mut options = ClientOptions::default()
+                .era(era)
+                .http2(!args.iter().any(|arg| arg == "--http1"));
+            if let Some(path) = flag_value(args, "--ca") {
+                let pem = std::fs::read(path).with_context(|| format!("cannot read {path}"))?;
+                options = options.root_certificates_pem(pem);
+            }
             inflight(
                 url,
                 era,
+                options,
                 number(args, "--calls", 1000)?,
                 number(args, "--sleep-ms", 2000)?,
             )
@@ -889,14 +898,16 @@ fn memory() -> (u64, u64) {
 async fn inflight(
     url: &str,
     era: EraPreference,
+    options: ClientOptions,
     calls: u64,
     sleep_ms: u64,
 ) -> anyhow::Result<Value> {
-    let host = host(url, era, 1 << 20)?;
+    let host = host_with(url, 1 << 20, options, &json!({}))?;
     echo(&host, 0).await?;
     let (baseline, _) = memory();
     let mut peak = baseline;
     let mut running = Vec::new();
+    let started = Instant::now();
     for i in 0..calls {
         let host = host.clone();
         running.push(tokio::spawn(async move {
@@ -917,6 +928,7 @@ async fn inflight(
         results = all => results,
         () = watch => unreachable!("the watch never ends"),
     };
+    let elapsed = started.elapsed();
     let failed = results.iter().filter(|result| result.is_error).count();
     if failed > 0 {
         bail!("{failed} of {calls} sleeping calls failed");
@@ -924,6 +936,8 @@ async fn inflight(
     host.client().shutdown(Duration::from_secs(30)).await;
     Ok(json!({
         "calls_in_flight": calls,
+        // About the sleep when every call was at the server at once.
+        "ms": elapsed.as_secs_f64() * 1000.0,
         "era": if era == EraPreference::Legacy { "legacy" } else { "2026-07-28" },
         "baseline_rss_kib": baseline,
         "peak_rss_kib": peak,

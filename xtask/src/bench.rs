@@ -561,28 +561,43 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     }
     let memory = if want("memory") {
         eprintln!("bench: memory");
-        let inflight_legacy = bench(&[
-            "inflight",
-            "--url",
-            &url,
-            "--era",
-            "legacy",
-            "--calls",
-            "1000",
-            "--sleep-ms",
-            "3000",
-        ])?;
-        let inflight_modern = bench(&[
-            "inflight",
-            "--url",
-            &url,
-            "--era",
-            "modern",
-            "--calls",
-            "1000",
-            "--sleep-ms",
-            "3000",
-        ])?;
+        let ca = out.join("testkit-ca.pem");
+        let ca_arg = ca.to_string_lossy().into_owned();
+        // 1,000 calls in flight on a sleeping server: plain HTTP/1.1 (a connection per
+        // call), then HTTPS offering HTTP/2, taken (one connection for all) or declined.
+        let tls = start(
+            &["--tls", "h2", "--ca-out", &ca.to_string_lossy()],
+            "testkit-tls",
+        )?;
+        let mut inflight = Vec::new();
+        for (era, over, url, flags) in [
+            ("legacy", "HTTP/1.1", &url, &[][..]),
+            ("modern", "HTTP/1.1", &url, &[][..]),
+            ("legacy", "HTTPS, HTTP/1.1", &tls.url, &["--http1"][..]),
+            ("modern", "HTTPS, HTTP/1.1", &tls.url, &["--http1"][..]),
+            ("legacy", "HTTPS, HTTP/2", &tls.url, &[][..]),
+            ("modern", "HTTPS, HTTP/2", &tls.url, &[][..]),
+        ] {
+            let mut args = vec![
+                "inflight",
+                "--url",
+                url,
+                "--era",
+                era,
+                "--calls",
+                "1000",
+                "--sleep-ms",
+                "3000",
+            ];
+            if url == &tls.url {
+                args.extend(["--ca", ca_arg.as_str()]);
+            }
+            args.extend(flags);
+            let mut row = bench(&args)?;
+            row["over"] = json!(over);
+            inflight.push(row);
+        }
+        drop(tls);
         let stream = bench(&[
             "stream",
             "--url",
@@ -592,7 +607,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
             "--budget",
             &(1u64 << 20).to_string(),
         ])?;
-        json!({"inflight_legacy": inflight_legacy, "inflight_modern": inflight_modern, "stream": stream})
+        json!({"inflight": inflight, "stream": stream})
     } else {
         Value::Null
     };
@@ -1336,19 +1351,23 @@ fn markdown(report: &Value) -> String {
     if memory.is_object() {
         let _ = writeln!(
             md,
-            "\n### Memory\n\n| case | baseline RSS | peak RSS | growth |\n|---|---|---|---|\n| 1,000 calls in flight, legacy | {} KiB | {} KiB | {} KiB ({:.1} KiB per call) |\n| 1,000 calls in flight, 2026-07-28 | {} KiB | {} KiB | {} KiB ({:.1} KiB per call) |\n| one call, server streams 100 MiB, budget 1 MiB ({}) | {} KiB | {} KiB | {} KiB |",
-            memory["inflight_legacy"]["baseline_rss_kib"],
-            memory["inflight_legacy"]["peak_rss_kib"],
-            memory["inflight_legacy"]["growth_kib"],
-            memory["inflight_legacy"]["per_call_kib"]
-                .as_f64()
-                .unwrap_or(0.0),
-            memory["inflight_modern"]["baseline_rss_kib"],
-            memory["inflight_modern"]["peak_rss_kib"],
-            memory["inflight_modern"]["growth_kib"],
-            memory["inflight_modern"]["per_call_kib"]
-                .as_f64()
-                .unwrap_or(0.0),
+            "\n### Memory\n\n| case | baseline RSS | peak RSS | growth |\n|---|---|---|---|"
+        );
+        for row in memory["inflight"].as_array().into_iter().flatten() {
+            let _ = writeln!(
+                md,
+                "| 1,000 calls in flight, {}, {} | {} KiB | {} KiB | {} KiB ({:.1} KiB per call) |",
+                row["era"].as_str().unwrap_or_default(),
+                row["over"].as_str().unwrap_or_default(),
+                row["baseline_rss_kib"],
+                row["peak_rss_kib"],
+                row["growth_kib"],
+                row["per_call_kib"].as_f64().unwrap_or(0.0)
+            );
+        }
+        let _ = writeln!(
+            md,
+            "| one call, server streams 100 MiB, budget 1 MiB ({}) | {} KiB | {} KiB | {} KiB |",
             memory["stream"]["outcome"].as_str().unwrap_or_default(),
             memory["stream"]["baseline_rss_kib"],
             memory["stream"]["peak_rss_kib"],

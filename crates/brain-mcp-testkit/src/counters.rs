@@ -63,6 +63,10 @@ pub struct Counters {
     /// `mcp-name` header (absent when not sent).
     #[serde(default)]
     pub task_requests: Vec<BTreeMap<String, String>>,
+    /// HTTP requests that came over HTTP/2 (a server with `ServerOptions::tls` set to
+    /// [`Tls::Http2`](crate::Tls::Http2), and a client that agreed to it).
+    #[serde(default)]
+    pub http2_requests: u64,
 }
 
 impl Counters {

@@ -13,13 +13,16 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
 use futures::StreamExt;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
 use hyper_util::service::TowerToHyperService;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::{Value, json};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
+use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
 use crate::bearer::{self, Bearers};
@@ -35,6 +38,9 @@ use crate::tools::{
 const MAX_BODY: usize = 16 << 20;
 /// How long open connections get to finish after shutdown begins.
 const GRACE: Duration = Duration::from_secs(2);
+/// Streams one HTTP/2 connection may carry at once: enough for the benchmarks' 1,000
+/// calls in flight (hyper's default, 200, would hold the rest back in the client).
+const MAX_STREAMS: u32 = 4096;
 
 /// A scriptable MCP server on `127.0.0.1:<free port>`, serving the scripted tools over Streamable HTTP.
 ///
@@ -46,6 +52,8 @@ pub struct TestServer {
     kit: Arc<Kit>,
     sessions: Arc<CountingSessions<LocalSessionManager>>,
     task: Option<tokio::task::JoinHandle<()>>,
+    /// The CA that signed the server's certificate (PEM), when it serves HTTPS.
+    ca_pem: Option<String>,
 }
 
 impl TestServer {
@@ -62,26 +70,59 @@ impl TestServer {
         );
         kit.bearers = options.bearer.clone().map(Bearers::new);
         let kit = Arc::new(kit);
+        let identity = options
+            .tls
+            .map(crate::tls::identity)
+            .transpose()
+            .map_err(std::io::Error::other)?;
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
         let addr = listener.local_addr()?;
         let (app, sessions) = router(kit.clone(), &options);
-        let task = tokio::spawn(accept_loop(listener, app, kit.clone(), options.tcp_nodelay));
+        let (acceptor, ca_pem) = identity.map(|i| (i.acceptor, i.ca_pem)).unzip();
+        let task = tokio::spawn(accept_loop(
+            listener,
+            acceptor,
+            app,
+            kit.clone(),
+            options.tcp_nodelay,
+        ));
         Ok(TestServer {
             addr,
             kit,
             sessions,
             task: Some(task),
+            ca_pem,
         })
     }
 
-    /// The MCP endpoint: `http://127.0.0.1:PORT/mcp`.
+    /// `http`, or `https` when the server serves TLS.
+    fn scheme(&self) -> &'static str {
+        if self.ca_pem.is_some() {
+            "https"
+        } else {
+            "http"
+        }
+    }
+
+    /// The MCP endpoint: `http://127.0.0.1:PORT/mcp` (`https` with [`ServerOptions::tls`]).
     pub fn url(&self) -> String {
-        format!("http://{}/mcp", self.addr)
+        format!("{}://{}/mcp", self.scheme(), self.addr)
     }
 
     /// A URL on this server where every request gets `fault`, e.g. `http://127.0.0.1:PORT/fault/401/mcp`.
     pub fn fault_url(&self, fault: HttpFault) -> String {
-        format!("http://{}/fault/{}/mcp", self.addr, fault.path_segment())
+        format!(
+            "{}://{}/fault/{}/mcp",
+            self.scheme(),
+            self.addr,
+            fault.path_segment()
+        )
+    }
+
+    /// The certificate (PEM) of the CA that signed the server's, for clients to trust;
+    /// `None` when the server speaks plain HTTP.
+    pub fn ca_pem(&self) -> Option<&str> {
+        self.ca_pem.as_deref()
     }
 
     /// The address the server listens on.
@@ -187,7 +228,13 @@ fn router(
     (router, handle)
 }
 
-async fn accept_loop(listener: TcpListener, app: Router, kit: Arc<Kit>, nodelay: bool) {
+async fn accept_loop(
+    listener: TcpListener,
+    tls: Option<TlsAcceptor>,
+    app: Router,
+    kit: Arc<Kit>,
+    nodelay: bool,
+) {
     let stop = kit.shutdown.clone();
     let mut connections = JoinSet::new();
     loop {
@@ -200,7 +247,7 @@ async fn accept_loop(listener: TcpListener, app: Router, kit: Arc<Kit>, nodelay:
                         let _ = stream.set_nodelay(true);
                     }
                     kit.stats.update(|c| c.connections_accepted += 1);
-                    connections.spawn(serve_connection(stream, app.clone(), stop.clone()));
+                    connections.spawn(accept(stream, tls.clone(), app.clone(), stop.clone()));
                 }
                 Err(error) => {
                     // Out of file descriptors and the like: back off instead of spinning.
@@ -216,14 +263,40 @@ async fn accept_loop(listener: TcpListener, app: Router, kit: Arc<Kit>, nodelay:
     // Dropping the set aborts whatever is left.
 }
 
-async fn serve_connection(stream: TcpStream, app: Router, stop: CancellationToken) {
+/// Serves one connection: plain HTTP/1.1, or TLS first and then the protocol ALPN agreed on.
+async fn accept(stream: TcpStream, tls: Option<TlsAcceptor>, app: Router, stop: CancellationToken) {
+    let Some(acceptor) = tls else {
+        return serve_connection(stream, false, app, stop).await;
+    };
+    let handshake = tokio::select! {
+        handshake = tokio::time::timeout(Duration::from_secs(10), acceptor.accept(stream)) => handshake,
+        () = stop.cancelled() => return,
+    };
+    let Ok(Ok(stream)) = handshake else { return };
+    let h2 = stream.get_ref().1.alpn_protocol() == Some(b"h2");
+    serve_connection(stream, h2, app, stop).await;
+}
+
+async fn serve_connection<I>(io: I, h2: bool, app: Router, stop: CancellationToken)
+where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
     let ctl = ConnCtl {
         kill: CancellationToken::new(),
     };
     let service = TowerToHyperService::new(app.layer(axum::Extension(ctl.clone())));
-    let mut builder = hyper::server::conn::http1::Builder::new();
-    builder.timer(TokioTimer::new());
-    let connection = builder.serve_connection(TokioIo::new(stream), service);
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder.http1().timer(TokioTimer::new());
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_concurrent_streams(MAX_STREAMS);
+    let builder = if h2 {
+        builder.http2_only()
+    } else {
+        builder.http1_only()
+    };
+    let connection = builder.serve_connection(TokioIo::new(io), service);
     tokio::pin!(connection);
     tokio::select! {
         _ = connection.as_mut() => return,
@@ -257,6 +330,9 @@ struct Parsed(Option<Arc<Value>>);
 
 /// Counts every request, then applies what the scripted tools need from HTTP.
 async fn observe(State(kit): State<Arc<Kit>>, request: Request, next: Next) -> Response {
+    if request.version() == axum::http::Version::HTTP_2 {
+        kit.stats.update(|c| c.http2_requests += 1);
+    }
     if let Some(bearers) = &kit.bearers
         && request.uri().path() == "/mcp"
         && !bearers.accepts(request.headers())

@@ -45,6 +45,7 @@ mod refused;
 mod sessions;
 mod stdio;
 mod tasks;
+mod tls;
 mod tools;
 
 pub use counters::{Counters, read_counters_file};
@@ -58,4 +59,5 @@ pub use stdio::{
     EXIT_MID_CALL_STATUS, StdioOptions, build_binaries, http_binary_path, serve_stdio,
     stdio_binary_path,
 };
+pub use tls::Tls;
 pub use tools::tool_names;

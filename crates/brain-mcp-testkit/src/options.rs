@@ -87,6 +87,10 @@ pub struct ServerOptions {
     /// authorization server (client credentials). Default `None`: bearers are recorded,
     /// never checked.
     pub bearer: Option<BearerOptions>,
+    /// Serve HTTPS, with a certificate from a CA of the server's own
+    /// ([`TestServer::ca_pem`](crate::TestServer::ca_pem)) for `127.0.0.1` and
+    /// `localhost`, offering HTTP/2 by ALPN or not. Default `None`: plain HTTP/1.1.
+    pub tls: Option<crate::Tls>,
 }
 
 /// How a protected test server checks bearers and issues tokens.
@@ -131,6 +135,7 @@ impl Default for ServerOptions {
             page_size: None,
             extra_tools: 0,
             bearer: None,
+            tls: None,
         }
     }
 }

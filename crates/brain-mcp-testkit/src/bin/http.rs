@@ -4,8 +4,10 @@
 //! `--no-call-details` (do not keep every call's `_meta` and headers), `--protected` (bearers
 //! required on `/mcp`; the server is its own authorization server for the client credentials
 //! grant of client `testkit-client`, whose secret is `$TESTKIT_CLIENT_SECRET`; the token in
-//! `$TESTKIT_STATIC_TOKEN`, if set, is always accepted). Prints `LISTENING <url>` on stdout once
-//! it accepts connections; on exit it prints `COUNTERS <json>`.
+//! `$TESTKIT_STATIC_TOKEN`, if set, is always accepted), `--tls h1|h2` (HTTPS with a certificate
+//! from a CA of its own, offering HTTP/2 by ALPN with `h2`) with `--ca-out PATH` (where the CA's
+//! certificate is written, PEM). Prints `LISTENING <url>` on stdout once it accepts
+//! connections; on exit it prints `COUNTERS <json>`.
 
 use std::process::ExitCode;
 
@@ -13,7 +15,7 @@ use brain_mcp_testkit::{BearerOptions, ServerOptions, TestServer};
 use tokio::io::AsyncReadExt;
 
 const USAGE: &str = "usage: brain-mcp-testkit-http [--era legacy|modern|both] [--no-nodelay] [--json-response] \
-[--page-size N] [--extra-tools N] [--no-call-details] [--protected]";
+[--page-size N] [--extra-tools N] [--no-call-details] [--protected] [--tls h1|h2 --ca-out PATH]";
 
 fn main() -> ExitCode {
     match run() {
@@ -34,6 +36,7 @@ fn number(args: &mut impl Iterator<Item = String>, flag: &str) -> Result<usize, 
 fn run() -> Result<(), String> {
     let mut options = ServerOptions::default();
     let mut call_details = true;
+    let mut ca_out = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -56,12 +59,20 @@ fn run() -> Result<(), String> {
                     expires_in: 3600,
                 });
             }
+            "--tls" => {
+                let tls = args.next().ok_or("--tls needs a value")?;
+                options.tls = Some(tls.parse()?);
+            }
+            "--ca-out" => ca_out = Some(args.next().ok_or("--ca-out needs a path")?),
             "-h" | "--help" => {
                 eprintln!("{USAGE}");
                 return Ok(());
             }
             other => return Err(format!("unknown argument {other:?}")),
         }
+    }
+    if options.tls.is_some() != ca_out.is_some() {
+        return Err("--tls and --ca-out go together".to_owned());
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -72,6 +83,9 @@ fn run() -> Result<(), String> {
             .await
             .map_err(|e| format!("cannot start: {e}"))?;
         server.record_call_details(call_details);
+        if let (Some(path), Some(pem)) = (&ca_out, server.ca_pem()) {
+            std::fs::write(path, pem).map_err(|e| format!("cannot write {path}: {e}"))?;
+        }
         println!("LISTENING {}", server.url());
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
             .map_err(|e| format!("cannot watch SIGTERM: {e}"))?;

@@ -269,6 +269,16 @@ impl ClientOptions {
         self
     }
 
+    /// Offers HTTP/2 to servers over TLS (default on): a server that accepts it by ALPN
+    /// carries every request in flight to it on one connection (as many at once as it
+    /// allows, `SETTINGS_MAX_CONCURRENT_STREAMS`; the rest wait for a stream) instead of a
+    /// connection each. Plain `http://` servers always get HTTP/1.1. Off, every request in
+    /// flight has a connection of its own, as over HTTP/1.1.
+    pub fn http2(mut self, on: bool) -> Self {
+        self.network.http1_only = !on;
+        self
+    }
+
     /// Presents this client certificate (a PEM chain, leaf first) with its private key
     /// (PEM: PKCS#8, PKCS#1 or SEC1) to servers that ask for one (mutual TLS).
     pub fn client_certificate_pem(mut self, chain: impl Into<Vec<u8>>, key: Secret) -> Self {

@@ -8,7 +8,7 @@ use crate::secret::Secret;
 pub(crate) type SetupError = (&'static str, Box<dyn std::error::Error + Send + Sync>);
 
 /// How a client's connections reach servers: `TCP_NODELAY`, a proxy, the roots it trusts
-/// beyond the platform's, and a client certificate for mutual TLS.
+/// beyond the platform's, a client certificate for mutual TLS, and whether HTTP/2 is offered.
 #[derive(Debug, Clone, Default)]
 #[cfg_attr(not(feature = "http"), allow(dead_code))]
 pub(crate) struct Network {
@@ -20,6 +20,8 @@ pub(crate) struct Network {
     pub(crate) roots: Vec<Vec<u8>>,
     /// A client certificate chain (PEM) and its private key (PEM), for mutual TLS.
     pub(crate) identity: Option<(Vec<u8>, Secret)>,
+    /// Never offer HTTP/2 (by ALPN, over TLS): one connection per request in flight.
+    pub(crate) http1_only: bool,
 }
 
 /// Which proxy requests go through.

@@ -1,12 +1,15 @@
 //! How a client reaches servers: a private CA's roots, a client certificate (mutual
 //! TLS) and a proxy, through real TLS in front of the testkit.
 
-use std::sync::{
-    Arc,
-    atomic::{AtomicUsize, Ordering},
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::Duration,
 };
 
-use brain_mcp_testkit::{Era, ServerOptions, TestServer};
+use brain_mcp_testkit::{Era, ServerOptions, TestServer, Tls};
 use brain_mcp_transport::{ClientOptions, Endpoint, EraPreference, ErrorKind, McpClient, Secret};
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
 use serde_json::json;
@@ -208,4 +211,101 @@ async fn a_private_ca_a_client_certificate_and_a_proxy() {
         "{text}"
     );
     server.shutdown().await;
+}
+
+/// A server over TLS that offers HTTP/2 by ALPN gets it, in both eras: the calls in flight
+/// to it share one connection instead of a connection each. Calls given up are reset on
+/// their streams, which ends the server's work and leaves the connection to the next
+/// call. `http2(false)` keeps HTTP/1.1.
+#[tokio::test]
+async fn a_server_offering_http2_carries_the_calls_in_flight_on_one_connection() {
+    const CALLS: u64 = 8;
+    for (era, preference) in [
+        (Era::Legacy, EraPreference::Legacy),
+        (Era::Modern, EraPreference::Modern),
+    ] {
+        for http2 in [true, false] {
+            let server = TestServer::start(ServerOptions {
+                era,
+                tls: Some(Tls::Http2),
+                ..ServerOptions::default()
+            })
+            .await
+            .unwrap();
+            let endpoint = Endpoint::http(server.url(), None);
+            let client = Arc::new(
+                McpClient::new(
+                    ClientOptions::default()
+                        .era(preference)
+                        .warm_contexts(false)
+                        .no_proxy()
+                        .root_certificates_pem(server.ca_pem().unwrap().to_owned())
+                        .http2(http2),
+                )
+                .unwrap(),
+            );
+            let within = Duration::from_secs(60);
+            let call = |id: &str, tool: &str, arguments: serde_json::Value| {
+                request(&endpoint, tool, arguments, id, within)
+            };
+            // One call first: the connection it opens is the one the rest share.
+            let first = run(&client, call("first", "echo", json!({"message": "one"}))).await;
+            assert_eq!(first.text(), "one", "{era} http2={http2}");
+
+            // Calls that hang until given up, all at the server at once.
+            let give_up = tokio_util::sync::CancellationToken::new();
+            let hanging: Vec<_> = (0..CALLS)
+                .map(|i| {
+                    let request = call(&format!("c{i}"), "hang", json!({})).cancel(give_up.clone());
+                    let client = Arc::clone(&client);
+                    tokio::spawn(async move { run(&client, request).await })
+                })
+                .collect();
+            let seen = server
+                .wait_for(|c| c.calls_in_flight == CALLS, within)
+                .await;
+            assert_eq!(seen.calls_in_flight, CALLS, "{era} http2={http2}");
+            if http2 {
+                assert_eq!(
+                    seen.http2_requests,
+                    seen.http_posts + seen.deletes + seen.standalone_gets,
+                    "{era}: every request went over HTTP/2"
+                );
+                assert_eq!(seen.connections_accepted, 1, "{era}: one connection");
+            } else {
+                assert_eq!(seen.http2_requests, 0, "{era}: HTTP/1.1 only");
+                assert!(
+                    seen.connections_accepted >= CALLS,
+                    "{era}: a connection for each call at the server: {}",
+                    seen.connections_accepted
+                );
+            }
+
+            // Given up: each stream is reset (HTTP/2) or its connection closed (HTTP/1.1),
+            // which ends the server's work; the next call still goes.
+            give_up.cancel();
+            for handle in hanging {
+                let ran = handle.await.unwrap();
+                assert_eq!(
+                    ran.error().kind(),
+                    ErrorKind::Cancelled,
+                    "{era} http2={http2}"
+                );
+            }
+            let seen = server
+                .wait_for(|c| c.handler_cancellations == CALLS, within)
+                .await;
+            assert_eq!(
+                seen.handler_cancellations, CALLS,
+                "{era} http2={http2}: the work ended"
+            );
+            let after = run(&client, call("after", "echo", json!({"message": "two"}))).await;
+            assert_eq!(after.text(), "two", "{era} http2={http2}");
+            if http2 {
+                assert_eq!(server.counters().connections_accepted, 1, "{era}");
+            }
+            client.shutdown(Duration::from_secs(5)).await;
+            server.shutdown().await;
+        }
+    }
 }

@@ -126,7 +126,14 @@ fn tls_config_for(network: &Network) -> Result<rustls::ClientConfig, SetupError>
 }
 
 fn client(network: &Network, pooled: bool) -> Result<reqwest::Client, SetupError> {
-    let tls = tls_config_for(network)?;
+    let mut tls = tls_config_for(network)?;
+    // HTTP/2 where a server over TLS accepts it (reqwest reads the ALPN outcome): the
+    // calls in flight to one server share a connection. Never over plain HTTP (no h2c).
+    tls.alpn_protocols = if network.http1_only {
+        vec![b"http/1.1".to_vec()]
+    } else {
+        vec![b"h2".to_vec(), b"http/1.1".to_vec()]
+    };
     let mut builder = reqwest::Client::builder();
     match &network.proxy {
         ProxySetting::Environment => {}
