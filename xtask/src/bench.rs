@@ -561,14 +561,10 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     }
     let memory = if want("memory") {
         eprintln!("bench: memory");
-        let ca = out.join("testkit-ca.pem");
-        let ca_arg = ca.to_string_lossy().into_owned();
+        let ca = out.join("testkit-ca.pem").to_string_lossy().into_owned();
         // 1,000 calls in flight on a sleeping server: plain HTTP/1.1 (a connection per
         // call), then HTTPS offering HTTP/2, taken (one connection for all) or declined.
-        let tls = start(
-            &["--tls", "h2", "--ca-out", &ca.to_string_lossy()],
-            "testkit-tls",
-        )?;
+        let tls = start(&["--tls", "h2", "--ca-out", &ca], "testkit-tls")?;
         let mut inflight = Vec::new();
         for (era, over, url, flags) in [
             ("legacy", "HTTP/1.1", &url, &[][..]),
@@ -590,7 +586,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
                 "3000",
             ];
             if url == &tls.url {
-                args.extend(["--ca", ca_arg.as_str()]);
+                args.extend(["--ca", ca.as_str()]);
             }
             args.extend(flags);
             let mut row = bench(&args)?;

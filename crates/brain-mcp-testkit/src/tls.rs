@@ -7,23 +7,14 @@ use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair}
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use tokio_rustls::TlsAcceptor;
 
-/// Serve HTTPS instead of plain HTTP, with these protocols offered by ALPN.
+/// Serve HTTPS instead of plain HTTP, with these protocols offered by ALPN (`h1` or `h2`
+/// on command lines).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Tls {
     /// `http/1.1` only, as a server without HTTP/2 offers.
     Http1,
     /// `h2` first, then `http/1.1`: a client that speaks HTTP/2 gets it.
     Http2,
-}
-
-impl Tls {
-    /// The name used on command lines: `h1` or `h2`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Tls::Http1 => "h1",
-            Tls::Http2 => "h2",
-        }
-    }
 }
 
 impl std::str::FromStr for Tls {

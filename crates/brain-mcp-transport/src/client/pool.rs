@@ -222,7 +222,7 @@ impl Pool {
         let oldest = entry.opening.iter().min().copied().unwrap_or(now);
         let hedge_at = entry.open_time.map_or(now, |usual| {
             if busy {
-                (oldest + usual * 2).min(now + usual * 2)
+                oldest + usual * 2
             } else {
                 (oldest + usual + usual / 4).min(now + usual)
             }

@@ -10,7 +10,9 @@ use std::{
 };
 
 use brain_mcp_testkit::{Era, ServerOptions, TestServer, Tls};
-use brain_mcp_transport::{ClientOptions, Endpoint, EraPreference, ErrorKind, McpClient, Secret};
+use brain_mcp_transport::{
+    ClientOptions, Delivery, Endpoint, EraPreference, ErrorKind, McpClient, Secret,
+};
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
 use serde_json::json;
 use tokio::{
@@ -266,12 +268,13 @@ async fn a_server_offering_http2_carries_the_calls_in_flight_on_one_connection()
                 .await;
             assert_eq!(seen.calls_in_flight, CALLS, "{era} http2={http2}");
             if http2 {
-                assert_eq!(
-                    seen.http2_requests,
-                    seen.http_posts + seen.deletes + seen.standalone_gets,
-                    "{era}: every request went over HTTP/2"
-                );
+                // Eight calls at the server at once on one connection: multiplexed.
                 assert_eq!(seen.connections_accepted, 1, "{era}: one connection");
+                assert!(
+                    seen.http2_requests > CALLS,
+                    "{era}: {} HTTP/2 requests",
+                    seen.http2_requests
+                );
             } else {
                 assert_eq!(seen.http2_requests, 0, "{era}: HTTP/1.1 only");
                 assert!(
@@ -299,6 +302,13 @@ async fn a_server_offering_http2_carries_the_calls_in_flight_on_one_connection()
                 seen.handler_cancellations, CALLS,
                 "{era} http2={http2}: the work ended"
             );
+            // Each call went once.
+            assert_eq!(
+                seen.tool_calls.get("hang"),
+                Some(&CALLS),
+                "{era} http2={http2}"
+            );
+            assert_eq!(client.stats().resends, 0, "{era} http2={http2}");
             let after = run(&client, call("after", "echo", json!({"message": "two"}))).await;
             assert_eq!(after.text(), "two", "{era} http2={http2}");
             if http2 {
@@ -308,4 +318,145 @@ async fn a_server_offering_http2_carries_the_calls_in_flight_on_one_connection()
             server.shutdown().await;
         }
     }
+}
+
+/// An HTTP/2 front (TLS, ALPN `h2`) to a plain HTTP server that reads every request and
+/// refuses the stream of each `tools/call` (`REFUSED_STREAM`: "not processed"), relaying
+/// the rest; counts the calls it refused.
+async fn refusing_h2_front(pki: &Pki, target: String) -> (u16, Arc<AtomicUsize>) {
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer, pem::PemObject};
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(Arc::clone(&provider))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![CertificateDer::from_pem_slice(pki.server.0.as_bytes()).unwrap()],
+            PrivateKeyDer::from_pem_slice(pki.server.1.as_bytes()).unwrap(),
+        )
+        .unwrap();
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    // The relay's own client to the plain server (no TLS used).
+    let plain = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(rustls::RootCertStore::empty())
+        .with_no_client_auth();
+    let upstream = reqwest::Client::builder()
+        .tls_backend_preconfigured(plain)
+        .no_proxy()
+        .build()
+        .unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let refused = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&refused);
+    tokio::spawn(async move {
+        while let Ok((socket, _)) = listener.accept().await {
+            let (acceptor, upstream, target) = (acceptor.clone(), upstream.clone(), target.clone());
+            let counted = Arc::clone(&counted);
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(socket).await else {
+                    return;
+                };
+                let Ok(mut connection) = h2::server::handshake(tls).await else {
+                    return;
+                };
+                while let Some(Ok((request, respond))) = connection.accept().await {
+                    let (upstream, target) = (upstream.clone(), target.clone());
+                    let counted = Arc::clone(&counted);
+                    tokio::spawn(relay(request, respond, upstream, target, counted));
+                }
+            });
+        }
+    });
+    (port, refused)
+}
+
+async fn relay(
+    request: http::Request<h2::RecvStream>,
+    mut respond: h2::server::SendResponse<bytes::Bytes>,
+    upstream: reqwest::Client,
+    target: String,
+    refused: Arc<AtomicUsize>,
+) -> Option<()> {
+    use futures::StreamExt;
+    let (parts, mut body) = request.into_parts();
+    let mut bytes = Vec::new();
+    while let Some(chunk) = body.data().await {
+        let chunk = chunk.ok()?;
+        let _ = body.flow_control().release_capacity(chunk.len());
+        bytes.extend_from_slice(&chunk);
+    }
+    if String::from_utf8_lossy(&bytes).contains("\"tools/call\"") {
+        refused.fetch_add(1, Ordering::SeqCst);
+        respond.send_reset(h2::Reason::REFUSED_STREAM);
+        return Some(());
+    }
+    let response = upstream
+        .request(parts.method, format!("http://{target}{}", parts.uri.path()))
+        .headers(parts.headers)
+        .body(bytes)
+        .send()
+        .await
+        .ok()?;
+    let mut head = http::Response::builder().status(response.status());
+    for (name, value) in response.headers() {
+        if !matches!(
+            name.as_str(),
+            "connection" | "transfer-encoding" | "keep-alive"
+        ) {
+            head = head.header(name, value);
+        }
+    }
+    let mut sending = respond.send_response(head.body(()).ok()?, false).ok()?;
+    let mut stream = response.bytes_stream();
+    while let Some(chunk) = stream.next().await {
+        sending.send_data(chunk.ok()?, false).ok()?;
+    }
+    sending.send_data(bytes::Bytes::new(), true).ok()
+}
+
+/// An HTTP/2 server that refuses a call's stream says it did not run it; the call still
+/// goes once only, ending `unknown` (a server that says so may have run it), never sent
+/// again behind our back (reqwest's own retries of refused streams are off).
+#[tokio::test]
+async fn a_refused_http2_stream_is_not_sent_again() {
+    let server = TestServer::start(ServerOptions {
+        era: Era::Modern,
+        ..ServerOptions::default()
+    })
+    .await
+    .unwrap();
+    let target = server.addr().to_string();
+    let pki = pki();
+    let (port, refused) = refusing_h2_front(&pki, target).await;
+    let client = McpClient::new(options(&pki).root_certificates_pem(pki.ca.clone())).unwrap();
+    let endpoint = Endpoint::http(format!("https://localhost:{port}/mcp"), None);
+    let ran = run(
+        &client,
+        request(
+            &endpoint,
+            "echo",
+            json!({"message": "once"}),
+            "c1",
+            Duration::from_secs(20),
+        ),
+    )
+    .await;
+    let error = ran.error();
+    assert_eq!(error.delivery(), Delivery::Unknown, "{error}");
+    assert_eq!(
+        refused.load(Ordering::SeqCst),
+        1,
+        "the call's request went once"
+    );
+    assert_eq!(client.stats().resends, 0);
+    // What the front relayed (the handshake) reached the server; the call did not.
+    let seen = server.counters();
+    assert_eq!(seen.method("server/discover"), 1, "{seen:?}");
+    assert_eq!(seen.method("tools/call"), 0);
+    client.shutdown(Duration::from_secs(5)).await;
+    server.shutdown().await;
 }

@@ -150,6 +150,11 @@ fn client(network: &Network, pooled: bool) -> Result<reqwest::Client, SetupError
     builder
         .tls_backend_preconfigured(tls)
         .redirect(reqwest::redirect::Policy::none())
+        // reqwest sends a request again by itself when an HTTP/2 server refuses its stream
+        // or closes the connection gracefully before it: the server's word that it did not
+        // run it. A request goes again only by our rules (`attempt`): at most once, and a
+        // `tools/call` only when provably unsent.
+        .retry(reqwest::retry::never())
         .tcp_nodelay(network.tcp_nodelay)
         .pool_idle_timeout(Duration::from_secs(60))
         .pool_max_idle_per_host(if pooled { usize::MAX } else { 0 })
