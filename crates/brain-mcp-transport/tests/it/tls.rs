@@ -320,10 +320,20 @@ async fn a_server_offering_http2_carries_the_calls_in_flight_on_one_connection()
     }
 }
 
-/// An HTTP/2 front (TLS, ALPN `h2`) to a plain HTTP server that reads every request and
-/// refuses the stream of each `tools/call` (`REFUSED_STREAM`: "not processed"), relaying
-/// the rest; counts the calls it refused.
-async fn refusing_h2_front(pki: &Pki, target: String) -> (u16, Arc<AtomicUsize>) {
+/// What a hostile HTTP/2 front does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Hostile {
+    /// Reads each `tools/call` and refuses its stream (`REFUSED_STREAM`: "not processed").
+    RefuseCalls,
+    /// Reads each `tools/call` and ends the connection with `GOAWAY` (`INTERNAL_ERROR`).
+    DropOnCall,
+    /// Allows no stream at all (`SETTINGS_MAX_CONCURRENT_STREAMS` 0).
+    NoStreams,
+}
+
+/// An HTTP/2 front (TLS, ALPN `h2`) to a plain HTTP server: it relays every request but
+/// a `tools/call`, which it treats as `hostile` says; counts the calls it received.
+async fn hostile_h2_front(pki: &Pki, target: String, hostile: Hostile) -> (u16, Arc<AtomicUsize>) {
     use rustls::pki_types::{CertificateDer, PrivateKeyDer, pem::PemObject};
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = rustls::ServerConfig::builder_with_provider(Arc::clone(&provider))
@@ -350,8 +360,8 @@ async fn refusing_h2_front(pki: &Pki, target: String) -> (u16, Arc<AtomicUsize>)
         .unwrap();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
-    let refused = Arc::new(AtomicUsize::new(0));
-    let counted = Arc::clone(&refused);
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&calls);
     tokio::spawn(async move {
         while let Ok((socket, _)) = listener.accept().await {
             let (acceptor, upstream, target) = (acceptor.clone(), upstream.clone(), target.clone());
@@ -360,103 +370,174 @@ async fn refusing_h2_front(pki: &Pki, target: String) -> (u16, Arc<AtomicUsize>)
                 let Ok(tls) = acceptor.accept(socket).await else {
                     return;
                 };
-                let Ok(mut connection) = h2::server::handshake(tls).await else {
+                let mut builder = h2::server::Builder::new();
+                if hostile == Hostile::NoStreams {
+                    builder.max_concurrent_streams(0);
+                }
+                let Ok(mut connection) = builder.handshake(tls).await else {
                     return;
                 };
-                while let Some(Ok((request, respond))) = connection.accept().await {
-                    let (upstream, target) = (upstream.clone(), target.clone());
-                    let counted = Arc::clone(&counted);
-                    tokio::spawn(relay(request, respond, upstream, target, counted));
+                let drop_now = Arc::new(tokio::sync::Notify::new());
+                loop {
+                    let accepted = tokio::select! {
+                        accepted = connection.accept() => accepted,
+                        () = drop_now.notified() => {
+                            connection.abrupt_shutdown(h2::Reason::INTERNAL_ERROR);
+                            // Driven until closed, so that the GOAWAY goes out.
+                            while connection.accept().await.is_some() {}
+                            return;
+                        }
+                    };
+                    let Some(Ok((request, respond))) = accepted else {
+                        return;
+                    };
+                    let relay = Relay {
+                        upstream: upstream.clone(),
+                        target: target.clone(),
+                        calls: Arc::clone(&counted),
+                        hostile,
+                        drop_now: Arc::clone(&drop_now),
+                    };
+                    tokio::spawn(relay.run(request, respond));
                 }
             });
         }
     });
-    (port, refused)
+    (port, calls)
 }
 
-async fn relay(
-    request: http::Request<h2::RecvStream>,
-    mut respond: h2::server::SendResponse<bytes::Bytes>,
+struct Relay {
     upstream: reqwest::Client,
     target: String,
-    refused: Arc<AtomicUsize>,
-) -> Option<()> {
-    use futures::StreamExt;
-    let (parts, mut body) = request.into_parts();
-    let mut bytes = Vec::new();
-    while let Some(chunk) = body.data().await {
-        let chunk = chunk.ok()?;
-        let _ = body.flow_control().release_capacity(chunk.len());
-        bytes.extend_from_slice(&chunk);
-    }
-    if String::from_utf8_lossy(&bytes).contains("\"tools/call\"") {
-        refused.fetch_add(1, Ordering::SeqCst);
-        respond.send_reset(h2::Reason::REFUSED_STREAM);
-        return Some(());
-    }
-    let response = upstream
-        .request(parts.method, format!("http://{target}{}", parts.uri.path()))
-        .headers(parts.headers)
-        .body(bytes)
-        .send()
-        .await
-        .ok()?;
-    let mut head = http::Response::builder().status(response.status());
-    for (name, value) in response.headers() {
-        if !matches!(
-            name.as_str(),
-            "connection" | "transfer-encoding" | "keep-alive"
-        ) {
-            head = head.header(name, value);
-        }
-    }
-    let mut sending = respond.send_response(head.body(()).ok()?, false).ok()?;
-    let mut stream = response.bytes_stream();
-    while let Some(chunk) = stream.next().await {
-        sending.send_data(chunk.ok()?, false).ok()?;
-    }
-    sending.send_data(bytes::Bytes::new(), true).ok()
+    calls: Arc<AtomicUsize>,
+    hostile: Hostile,
+    drop_now: Arc<tokio::sync::Notify>,
 }
 
-/// An HTTP/2 server that refuses a call's stream says it did not run it; the call still
-/// goes once only, ending `unknown` (a server that says so may have run it), never sent
-/// again behind our back (reqwest's own retries of refused streams are off).
+impl Relay {
+    async fn run(
+        self,
+        request: http::Request<h2::RecvStream>,
+        mut respond: h2::server::SendResponse<bytes::Bytes>,
+    ) -> Option<()> {
+        use futures::StreamExt;
+        let (parts, mut body) = request.into_parts();
+        let mut bytes = Vec::new();
+        while let Some(chunk) = body.data().await {
+            let chunk = chunk.ok()?;
+            let _ = body.flow_control().release_capacity(chunk.len());
+            bytes.extend_from_slice(&chunk);
+        }
+        if String::from_utf8_lossy(&bytes).contains("\"tools/call\"") {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+            match self.hostile {
+                Hostile::RefuseCalls => respond.send_reset(h2::Reason::REFUSED_STREAM),
+                Hostile::DropOnCall | Hostile::NoStreams => self.drop_now.notify_one(),
+            }
+            return Some(());
+        }
+        let response = self
+            .upstream
+            .request(
+                parts.method,
+                format!("http://{}{}", self.target, parts.uri.path()),
+            )
+            .headers(parts.headers)
+            .body(bytes)
+            .send()
+            .await
+            .ok()?;
+        let mut head = http::Response::builder().status(response.status());
+        for (name, value) in response.headers() {
+            if !matches!(
+                name.as_str(),
+                "connection" | "transfer-encoding" | "keep-alive"
+            ) {
+                head = head.header(name, value);
+            }
+        }
+        let mut sending = respond.send_response(head.body(()).ok()?, false).ok()?;
+        let mut stream = response.bytes_stream();
+        while let Some(chunk) = stream.next().await {
+            sending.send_data(chunk.ok()?, false).ok()?;
+        }
+        sending.send_data(bytes::Bytes::new(), true).ok()
+    }
+}
+
+/// Hostile HTTP/2 servers, each in front of a real one, and what a call to them ends as:
+/// - one that refuses the call's stream says it did not run it; the call still goes once
+///   only, ending `unknown` (a server that says so may have run it), never sent again
+///   behind our back (reqwest's own retries of refused streams are off);
+/// - one that drops the connection (`GOAWAY` with an error) once the call arrived: the
+///   call ends at once, `unknown`, not at its deadline;
+/// - one that allows no stream: the call is never sent, and ends `not_sent` (its
+///   handshake refused, or at its deadline).
 #[tokio::test]
-async fn a_refused_http2_stream_is_not_sent_again() {
+async fn hostile_http2_servers_get_each_call_once_and_never_hang_it() {
     let server = TestServer::start(ServerOptions {
         era: Era::Modern,
         ..ServerOptions::default()
     })
     .await
     .unwrap();
-    let target = server.addr().to_string();
     let pki = pki();
-    let (port, refused) = refusing_h2_front(&pki, target).await;
-    let client = McpClient::new(options(&pki).root_certificates_pem(pki.ca.clone())).unwrap();
-    let endpoint = Endpoint::http(format!("https://localhost:{port}/mcp"), None);
-    let ran = run(
-        &client,
-        request(
-            &endpoint,
-            "echo",
-            json!({"message": "once"}),
-            "c1",
-            Duration::from_secs(20),
-        ),
-    )
-    .await;
-    let error = ran.error();
-    assert_eq!(error.delivery(), Delivery::Unknown, "{error}");
-    assert_eq!(
-        refused.load(Ordering::SeqCst),
-        1,
-        "the call's request went once"
-    );
-    assert_eq!(client.stats().resends, 0);
-    // What the front relayed (the handshake) reached the server; the call did not.
-    let seen = server.counters();
-    assert_eq!(seen.method("server/discover"), 1, "{seen:?}");
-    assert_eq!(seen.method("tools/call"), 0);
-    client.shutdown(Duration::from_secs(5)).await;
+    for hostile in [
+        Hostile::RefuseCalls,
+        Hostile::DropOnCall,
+        Hostile::NoStreams,
+    ] {
+        let (port, calls) = hostile_h2_front(&pki, server.addr().to_string(), hostile).await;
+        let client = McpClient::new(options(&pki).root_certificates_pem(pki.ca.clone())).unwrap();
+        let endpoint = Endpoint::http(format!("https://localhost:{port}/mcp"), None);
+        let deadline = match hostile {
+            Hostile::NoStreams => Duration::from_secs(2),
+            _ => Duration::from_secs(60),
+        };
+        let before = server.counters();
+        let ran = run(
+            &client,
+            request(
+                &endpoint,
+                "echo",
+                json!({"message": "once"}),
+                "c1",
+                deadline,
+            ),
+        )
+        .await;
+        let error = ran.error();
+        let seen = server.counters();
+        let reached = |method: &str| seen.method(method) - before.method(method);
+        match hostile {
+            Hostile::RefuseCalls | Hostile::DropOnCall => {
+                assert_eq!(error.delivery(), Delivery::Unknown, "{hostile:?}: {error}");
+                assert_ne!(error.kind(), ErrorKind::Timeout, "{hostile:?}: {error}");
+                assert_eq!(
+                    calls.load(Ordering::SeqCst),
+                    1,
+                    "{hostile:?}: the call went once"
+                );
+                assert_eq!(client.stats().resends, 0, "{hostile:?}");
+                // What the front relayed (the handshake) reached the server.
+                assert_eq!(reached("server/discover"), 1, "{hostile:?}");
+            }
+            Hostile::NoStreams => {
+                // The handshake's stream is refused (opened before the client saw the
+                // limit) or never opened (it waits for one until the deadline).
+                assert!(
+                    matches!(error.kind(), ErrorKind::Connect | ErrorKind::Timeout),
+                    "{error}"
+                );
+                assert_eq!(error.delivery(), Delivery::NotSent, "{error}");
+                assert_eq!(calls.load(Ordering::SeqCst), 0);
+                // At most the handshake's one resend, on a fresh connection.
+                assert!(client.stats().resends <= 1);
+                assert_eq!(reached("server/discover"), 0);
+            }
+        }
+        assert_eq!(reached("tools/call"), 0, "{hostile:?}");
+        client.shutdown(Duration::from_secs(5)).await;
+    }
     server.shutdown().await;
 }
