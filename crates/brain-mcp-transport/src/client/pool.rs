@@ -212,12 +212,12 @@ impl Pool {
             return Take::Cold;
         }
         // The opening that began first (and the one this call most likely gets) is late
-        // once it has taken a quarter longer than usual; the call never waits longer than
-        // one usual open before it asks for its own. Nothing measured yet: at once.
+        // once it has taken a quarter longer than usual, and the call never waits longer
+        // than one usual open before it asks for its own. Nothing measured yet: at once.
         // On busy cores (a stdio server starting one process at a time), a second start
         // would take CPU from the one the call waits for and slow both: the call asks for
         // its own only once the start under way has taken twice the usual time (one that
-        // hangs is still overtaken).
+        // hangs is still overtaken), however long the call has waited.
         let busy = matches!(key, PoolKey::Stdio(_)) && entry.contended();
         let oldest = entry.opening.iter().min().copied().unwrap_or(now);
         let hedge_at = entry.open_time.map_or(now, |usual| {
