@@ -149,6 +149,45 @@ impl Postgres {
         )
     }
 
+    /// The connection string as a `postgres://` URL (the unix socket's folder
+    /// percent-encoded as its host), the form `mcp-tools --store` takes.
+    pub fn uri(&self) -> String {
+        let dir = self.socket_dir().display().to_string();
+        let host: String = dir
+            .bytes()
+            .map(|byte| match byte {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                    char::from(byte).to_string()
+                }
+                other => format!("%{other:02X}"),
+            })
+            .collect();
+        format!("postgres://postgres@{host}:5432/postgres")
+    }
+
+    /// Runs SQL in the database as its superuser (`psql`), as a person would by hand.
+    ///
+    /// # Errors
+    /// `psql` could not run the statements (the message holds its output).
+    pub fn sql(&self, sql: &str) -> Result<(), String> {
+        self.run(
+            "psql",
+            &[
+                "-h",
+                &self.socket_dir().to_string_lossy(),
+                "-U",
+                "postgres",
+                "-d",
+                "postgres",
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-q",
+                "-c",
+                sql,
+            ],
+        )
+    }
+
     /// Starts the server (again, after [`Postgres::stop`]) and waits until it accepts
     /// connections.
     ///

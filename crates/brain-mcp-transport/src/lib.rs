@@ -99,7 +99,7 @@ pub use auth::{
 pub use auth::{KeyRing, KeyRingError, PostgresCredentialStore, PostgresStoreOptions};
 #[cfg(all(feature = "otel", feature = "http"))]
 pub use client::ExportHttpClient;
-pub use client::{ClientBuildError, ClientOptions, ClientStats, McpClient};
+pub use client::{ClientBuildError, ClientOptions, ClientStats, McpClient, Shutdown};
 pub use endpoint::{Endpoint, HttpEndpoint, StdioEndpoint};
 pub use error::{CallError, Delivery, ErrorKind};
 pub use grant::{

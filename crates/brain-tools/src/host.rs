@@ -407,9 +407,20 @@ impl ToolHost {
         }
     }
 
-    /// The MCP client the host uses.
+    /// The MCP client the host uses (its [`stats`](McpClient::stats), for leak
+    /// accounting and metrics).
     pub fn client(&self) -> &McpClient {
         &self.inner.client
+    }
+
+    /// Ends what the host's client runs in the background, before the process exits:
+    /// waits at most `grace` for sessions and processes to close, and for every refresh
+    /// of a delegated grant in flight to end (each within its lease), since a refresh cut
+    /// short can lose the refresh token the authorization server rotated. Returns the
+    /// grants whose refreshed tokens could not be saved: tell the operator that their
+    /// tenants may have to authorize again. See [`McpClient::shutdown`].
+    pub async fn shutdown(&self, grace: Duration) -> crate::Shutdown {
+        self.inner.client.shutdown(grace).await
     }
 
     /// The tools a tenant's model may see, in config order.

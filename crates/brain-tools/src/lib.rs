@@ -93,8 +93,8 @@ pub use brain_mcp_transport::{
     DiscoveryRequest, Endpoint, EnterpriseGrant, Era, EraPreference, FileCredentialStore, Grant,
     GrantKey, GrantStatus, HostAuthError, HttpEndpoint, IdentityTokenProvider, MAX_AUTHORIZATIONS,
     McpClient, MemoryCredentialStore, PROGRESS_QUEUE, Progress, ProgressReceiver, ProgressSender,
-    Secret, SecretMethod, ServerRequestPolicy, SigningAlgorithm, StdioEndpoint, StoreError,
-    StoredGrant, StoredGrantSummary, WorkloadIdentityGrant, progress_channel,
+    Secret, SecretMethod, ServerRequestPolicy, Shutdown, SigningAlgorithm, StdioEndpoint,
+    StoreError, StoredGrant, StoredGrantSummary, WorkloadIdentityGrant, progress_channel,
 };
 pub use brain_mcp_transport::{CallOutcome, CallRequest, JsonObject};
 // The credential store contract, for a host that implements its own store.

@@ -10,8 +10,10 @@ use crate::{
     cli::{self, Command},
     commands::{call, check, completions, discover, login, logout, manpage},
     runtime::{
+        client,
         exit::{Exit, Outcome},
         logs, output,
+        signals::Signals,
         telemetry::{FLUSH_BOUND, Telemetry},
     },
 };
@@ -40,21 +42,39 @@ pub(crate) fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
             logs::init(verbose, None);
             manpage::run(&args)
         }
-        Some(Command::Call(args)) => on_tokio(verbose, call::run(args)),
-        Some(Command::Check(args)) => on_tokio(verbose, check::run(args)),
-        Some(Command::Login(args)) => on_tokio(verbose, login::run(args)),
-        Some(Command::Logout(args)) => on_tokio(verbose, logout::run(args)),
-        None => on_tokio(verbose, discover::run(cli.discover)),
+        // A call stops on a signal by itself (its result is still printed); the other
+        // commands end there.
+        Some(Command::Call(args)) => on_tokio(verbose, Signaled::Handled, |signals| {
+            call::run(args, signals)
+        }),
+        Some(Command::Check(args)) => on_tokio(verbose, Signaled::Ends, |_| check::run(args)),
+        Some(Command::Login(args)) => on_tokio(verbose, Signaled::Ends, |_| login::run(args)),
+        Some(Command::Logout(args)) => on_tokio(verbose, Signaled::Ends, |_| logout::run(args)),
+        None => on_tokio(verbose, Signaled::Ends, |_| discover::run(cli.discover)),
     };
     exit(outcome)
 }
 
-/// Runs a command on a multi-threaded tokio runtime, then stops the runtime within a
-/// short grace (the command has already reported, and closed what it opened within its
-/// own grace). The logs are installed first, and OpenTelemetry beside them when the
-/// environment asks for it (feature `otel`): what is left of it is exported after the
-/// command, within [`FLUSH_BOUND`], from this thread while the runtime still runs.
-fn on_tokio(verbose: u8, command: impl Future<Output = Outcome>) -> Outcome {
+/// What the first signal (Ctrl-C, SIGTERM, SIGHUP) does to a command.
+enum Signaled {
+    /// The command watches the signals itself (a call cancels, then prints its result).
+    Handled,
+    /// The command ends at once (exit 130).
+    Ends,
+}
+
+/// Runs a command on a multi-threaded tokio runtime, then ends the clients it built
+/// ([`client::settle`]: background closes within a short grace, a grant's refresh in
+/// flight to its end), then stops the runtime within a short grace. Signals are watched
+/// for the whole run, so that none kills the process before a refreshed grant is saved.
+/// The logs are installed first, and OpenTelemetry beside them when the environment
+/// asks for it (feature `otel`): what is left of it is exported after the command,
+/// within [`FLUSH_BOUND`], from this thread while the runtime still runs.
+fn on_tokio<F: Future<Output = Outcome>>(
+    verbose: u8,
+    signaled: Signaled,
+    command: impl FnOnce(Signals) -> F,
+) -> Outcome {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -67,7 +87,18 @@ fn on_tokio(verbose: u8, command: impl Future<Output = Outcome>) -> Outcome {
     for warning in telemetry.warnings() {
         tracing::warn!("{warning}");
     }
-    let outcome = runtime.block_on(command);
+    let outcome = runtime.block_on(async {
+        let signals = Signals::watch();
+        let outcome = match signaled {
+            Signaled::Handled => command(signals.clone()).await,
+            Signaled::Ends => tokio::select! {
+                outcome = command(signals.clone()) => outcome,
+                () = signals.at_least(1) => Err(Exit::Interrupted),
+            },
+        };
+        client::settle(&signals).await;
+        outcome
+    });
     telemetry.shutdown(FLUSH_BOUND);
     runtime.shutdown_timeout(RUNTIME_GRACE);
     outcome

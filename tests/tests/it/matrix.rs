@@ -1593,6 +1593,26 @@ fn rows(fx: &Fixtures, servers: &Servers) -> Vec<Row> {
             e(CredentialStore, NotSent),
         )
         .contains("is not a grant record"),
+        grant_row(
+            "the credential store (PostgreSQL) hangs when a token needs renewing",
+            grants::Case::StoreHangs,
+            fx,
+            e(CredentialStore, NotSent),
+        )
+        .contains("did not answer within the call's timeout"),
+        grant_row(
+            "the stored grant's row has a column altered by hand",
+            grants::Case::RowAltered,
+            fx,
+            e(CredentialStore, NotSent),
+        )
+        .contains("column scopes"),
+        grant_row(
+            "the call's timeout passes while its refresh is at the authorization server",
+            grants::Case::RefreshOutlivesTheCall,
+            fx,
+            e(Timeout, NotSent),
+        ),
     ]
 }
 
@@ -2151,6 +2171,9 @@ row_tests! {
     r101 = 101,
     r102 = 102,
     r103 = 103,
+    r104 = 104,
+    r105 = 105,
+    r106 = 106,
 }
 
 /// Builds the testkit binaries once per test run.

@@ -5,19 +5,26 @@
 use std::{
     collections::HashMap,
     fmt,
-    sync::{Arc, Mutex, PoisonError},
+    sync::{
+        Arc, Mutex, PoisonError,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::Duration,
 };
 
 use tokio::time::Instant;
-use tokio_util::{sync::CancellationToken, task::TaskTracker};
+use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, instrument::WithSubscriber};
 
 use super::{
-    AuthOptions, Authorizer, GrantStatus, IdentityTokenProvider, MAX_AUTHORIZATIONS,
+    AuthOptions, Authorizer, GrantStatus, IdentityTokenProvider, MAX_AUTHORIZATIONS, Refreshes,
     StoredGrantSummary, errors,
     flow::{Ctx, Entry, Token, challenged, store_failed},
     http::OAuthHttp,
-    store::{CredentialStore, GrantKey, MemoryCredentialStore, StoredGrant},
+    store::{
+        CredentialStore, Expected, GrantKey, GrantVersion, Lease, MemoryCredentialStore,
+        StoreError, StoredGrant, Swap, VersionedGrant,
+    },
 };
 use crate::{
     dpop::Nonces,
@@ -65,7 +72,9 @@ struct Inner {
     identity: Option<Arc<dyn IdentityTokenProvider>>,
     client_name: String,
     entries: Mutex<HashMap<EntryKey, Arc<Entry>>>,
-    tasks: TaskTracker,
+    /// Refreshes in flight (each in a task of its own, bounded by its lease) and grants
+    /// whose refreshed tokens could not be saved.
+    refreshes: Arc<Refreshes>,
     /// The DPoP nonces servers gave, per server and origin (every grant's).
     nonces: Arc<Nonces>,
     metrics: Metrics,
@@ -131,14 +140,12 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Auth {
-    /// The registry, with the client's pooled HTTP client (no redirects) and its tracker
-    /// of background tasks (refreshes run there). Grants are kept in memory unless the
-    /// host names a store.
+    /// The registry, with the client's pooled HTTP client (no redirects). Grants are
+    /// kept in memory unless the host names a store.
     pub(crate) fn new(
         options: &AuthOptions,
         http: &Clients,
         client_name: &str,
-        tasks: TaskTracker,
         metrics: Metrics,
     ) -> Self {
         let store = options
@@ -153,7 +160,7 @@ impl Auth {
                 identity: options.identity.clone(),
                 client_name: client_name.to_owned(),
                 entries: Mutex::new(HashMap::new()),
-                tasks,
+                refreshes: Arc::default(),
                 nonces: Arc::default(),
                 metrics,
             }),
@@ -178,14 +185,18 @@ impl Auth {
         entry
     }
 
-    fn ctx<'a>(&'a self, authorizer: Option<&'a Arc<dyn Authorizer>>) -> Ctx<'a> {
+    fn ctx<'a>(
+        &'a self,
+        authorizer: Option<&'a Arc<dyn Authorizer>>,
+        store: &'a Arc<dyn CredentialStore>,
+    ) -> Ctx<'a> {
         Ctx {
             http: &self.inner.http,
-            store: &self.inner.store,
+            store,
             authorizer: authorizer.or(self.inner.authorizer.as_ref()),
             identity: self.inner.identity.as_ref(),
             client_name: &self.inner.client_name,
-            tasks: &self.inner.tasks,
+            refreshes: &self.inner.refreshes,
             metrics: &self.inner.metrics,
         }
     }
@@ -201,7 +212,14 @@ impl Auth {
         Fut: Future<Output = Result<T, CallError>>,
     {
         let entry = self.entry(run.authorization, run.url);
-        let ctx = self.ctx(run.authorizer.as_ref());
+        // The store as this operation sees it: a deadline that passes while the store
+        // has not answered ends the operation `credential_store`, not `timeout`.
+        let watched = Arc::new(Watched {
+            store: Arc::clone(&self.inner.store),
+            waiting: AtomicUsize::new(0),
+        });
+        let store: Arc<dyn CredentialStore> = watched.clone();
+        let ctx = self.ctx(run.authorizer.as_ref(), &store);
         let mut token = if run.login {
             None
         } else {
@@ -209,7 +227,7 @@ impl Auth {
                 // The per-call path: the cached token, no lock held, no store read.
                 Some(token) => Some(token),
                 None => {
-                    bounded(&run, entry.current(&ctx))
+                    bounded(&run, &watched, entry.current(&ctx))
                         .instrument(authorize_span("renew"))
                         .await?
                 }
@@ -255,12 +273,18 @@ impl Auth {
             }
             authorizations += 1;
             let login = run.login && authorizations == 1;
-            let renewed = bounded(&run, entry.react(&ctx, &challenge, token.as_ref(), login))
+            let step = entry.react(&ctx, &challenge, token.as_ref(), login);
+            let renewed = bounded(&run, &watched, step)
                 .instrument(authorize_span("challenge"))
                 .await
                 .map_err(|error| hiding(error, token.as_ref()))?;
             token = Some(renewed);
         }
+    }
+
+    /// The refreshes in flight and the grants left unsaved.
+    pub(crate) fn refreshes(&self) -> &Refreshes {
+        &self.inner.refreshes
     }
 
     /// Removes a tenant's grant for a server: its stored delegated grants (under every
@@ -360,19 +384,104 @@ fn authorize_span(reason: &'static str) -> tracing::Span {
     tracing::info_span!("authorize", "brain.authorize.reason" = reason)
 }
 
-/// Waits for an authorization step within the operation's deadline and cancellation.
+/// Waits for an authorization step within the operation's deadline and cancellation. A
+/// deadline that passes while the credential store has not answered is the store's
+/// failure (`credential_store`): a store that hangs (a database unreachable behind a
+/// firewall that drops packets) is named as what held the call up.
 async fn bounded<T>(
     run: &Run<'_>,
+    store: &Watched,
     step: impl Future<Output = Result<T, CallError>>,
 ) -> Result<T, CallError> {
+    // Whether the store was answering is read as the deadline passes: the step (and
+    // what it waits for) is dropped before a branch of `select!` runs.
+    let deadline = async {
+        tokio::time::sleep_until(run.deadline).await;
+        store.waiting.load(Ordering::Acquire) > 0
+    };
     tokio::select! {
         outcome = step => outcome,
-        () = tokio::time::sleep_until(run.deadline) => {
-            Err(CallError::new(ErrorKind::Timeout, Delivery::NotSent, "timed out while obtaining an access token"))
-        }
+        store_waited = deadline => Err(if store_waited {
+            CallError::new(
+                ErrorKind::CredentialStore,
+                Delivery::NotSent,
+                "the credential store did not answer within the call's timeout",
+            )
+        } else {
+            CallError::new(ErrorKind::Timeout, Delivery::NotSent, "timed out while obtaining an access token")
+        }),
         () = run.cancel.cancelled() => {
             Err(CallError::new(ErrorKind::Cancelled, Delivery::NotSent, "was cancelled"))
         }
+    }
+}
+
+/// The credential store as one operation sees it: counts the requests to it in flight.
+#[derive(Debug)]
+struct Watched {
+    store: Arc<dyn CredentialStore>,
+    waiting: AtomicUsize,
+}
+
+/// One request to the store in flight, for as long as it lives.
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl<'a> Waiting<'a> {
+    fn new(waiting: &'a AtomicUsize) -> Self {
+        waiting.fetch_add(1, Ordering::AcqRel);
+        Self(waiting)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+#[async_trait::async_trait]
+impl CredentialStore for Watched {
+    async fn load(&self, key: &GrantKey) -> Result<Option<VersionedGrant>, StoreError> {
+        let _waiting = Waiting::new(&self.waiting);
+        self.store.load(key).await
+    }
+
+    async fn save(
+        &self,
+        key: &GrantKey,
+        grant: &StoredGrant,
+        expected: Expected,
+    ) -> Result<Swap<GrantVersion>, StoreError> {
+        let _waiting = Waiting::new(&self.waiting);
+        self.store.save(key, grant, expected).await
+    }
+
+    async fn remove(
+        &self,
+        key: &GrantKey,
+        version: Option<GrantVersion>,
+    ) -> Result<Swap<()>, StoreError> {
+        let _waiting = Waiting::new(&self.waiting);
+        self.store.remove(key, version).await
+    }
+
+    async fn keys(&self, tenant: &str, resource: &str) -> Result<Vec<GrantKey>, StoreError> {
+        let _waiting = Waiting::new(&self.waiting);
+        self.store.keys(tenant, resource).await
+    }
+
+    async fn purge(&self, tenant: &str, resource: &str) -> Result<usize, StoreError> {
+        let _waiting = Waiting::new(&self.waiting);
+        self.store.purge(tenant, resource).await
+    }
+
+    async fn try_lease(&self, key: &GrantKey, ttl: Duration) -> Result<Option<Lease>, StoreError> {
+        let _waiting = Waiting::new(&self.waiting);
+        self.store.try_lease(key, ttl).await
+    }
+
+    fn lease_ttl(&self) -> Duration {
+        self.store.lease_ttl()
     }
 }
 

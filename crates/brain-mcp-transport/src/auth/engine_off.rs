@@ -5,9 +5,9 @@
 use std::sync::Arc;
 
 use tokio::time::Instant;
-use tokio_util::{sync::CancellationToken, task::TaskTracker};
+use tokio_util::sync::CancellationToken;
 
-use super::{AuthOptions, Authorizer, GrantStatus};
+use super::{AuthOptions, Authorizer, GrantStatus, Refreshes};
 use crate::{
     endpoint::HttpEndpoint,
     error::{CallError, ErrorKind},
@@ -16,9 +16,11 @@ use crate::{
     wire::http::Clients,
 };
 
-/// The authorization state of a client built without OAuth: none.
-#[derive(Debug, Clone)]
-pub(crate) struct Auth;
+/// The authorization state of a client built without OAuth: none (no refresh ever runs).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Auth {
+    refreshes: Arc<Refreshes>,
+}
 
 /// One operation's use of a grant (never run in this build).
 #[allow(dead_code)]
@@ -51,10 +53,13 @@ impl Auth {
         _options: &AuthOptions,
         _http: &Clients,
         _client_name: &str,
-        _tasks: TaskTracker,
         _metrics: Metrics,
     ) -> Self {
-        Self
+        Self::default()
+    }
+
+    pub(crate) fn refreshes(&self) -> &Refreshes {
+        &self.refreshes
     }
 
     pub(crate) async fn run<T, F, Fut>(&self, _run: Run<'_>, _attempt: F) -> Result<T, CallError>

@@ -32,10 +32,9 @@ use rmcp::transport::auth::{
 };
 use serde_json::json;
 use tokio::time::Instant;
-use tokio_util::task::TaskTracker;
 
 use super::{
-    AuthorizationPrompt, Authorizer, IdentityTokenProvider,
+    AuthorizationPrompt, Authorizer, IdentityTokenProvider, Refreshes,
     adapter::{self, KeyedStore, Saved},
     answer::Refused,
     errors::{failed, from_auth, from_discovery, from_ema, required, token_refused},
@@ -69,8 +68,8 @@ pub(super) struct Ctx<'a> {
     pub(super) identity: Option<&'a Arc<dyn IdentityTokenProvider>>,
     pub(super) client_name: &'a str,
     /// Where a refresh runs: on its own, so that a call that stops waiting for it cannot
-    /// lose the refresh token it rotates.
-    pub(super) tasks: &'a TaskTracker,
+    /// lose the refresh token it rotates, and a process waits for it before it ends.
+    pub(super) refreshes: &'a Arc<Refreshes>,
     /// Counts token requests.
     pub(super) metrics: &'a Metrics,
 }
@@ -1231,13 +1230,18 @@ impl Entry {
         let (store, retry_key, retry_version) =
             (Arc::clone(ctx.store), key.clone(), stored.version);
         let retry_outcome = Arc::clone(&outcome);
+        let refreshes = Arc::clone(ctx.refreshes);
         // The refresh, its write and the lease's release run to their end even when the
-        // call that started them stops waiting.
-        let task = ctx.tasks.spawn(async move {
+        // call that started them stops waiting; the client's shutdown waits for them.
+        let task = ctx.refreshes.spawn(key.clone(), async move {
             let response = tokio::time::timeout(within, silenced(manager.refresh_token()))
                 .await
                 .ok();
-            retry_unsaved(&store, &retry_key, retry_version, &retry_outcome, until).await;
+            let saved =
+                retry_unsaved(&store, &retry_key, retry_version, &retry_outcome, until).await;
+            if !saved {
+                refreshes.unsaved(retry_key);
+            }
             release(lease).await;
             (manager, response)
         });
@@ -1687,16 +1691,18 @@ fn require_pkce(metadata: &AuthorizationMetadata, published: bool) -> Result<(),
 /// A refreshed grant the store did not take (it failed a moment: a database restarting):
 /// written again, with backoff, over the grant the refresh started from, until `until`
 /// (within the lease). The tokens a refresh rotated must not be lost to a passing fault.
+/// False when they could not be stored: the authorization server may have rotated the
+/// refresh token, and the store still holds the spent one.
 async fn retry_unsaved(
     store: &Arc<dyn CredentialStore>,
     key: &GrantKey,
     version: crate::auth::store::GrantVersion,
     outcome: &adapter::Shared,
     until: Instant,
-) {
+) -> bool {
     let Some((grant, mut error)) = adapter::outcome(outcome, |outcome| outcome.unsaved.take())
     else {
-        return;
+        return true;
     };
     let mut pause = Duration::from_millis(50);
     while Instant::now() + pause < until {
@@ -1710,17 +1716,20 @@ async fn retry_unsaved(
                 adapter::outcome(outcome, |outcome| {
                     outcome.saved = Some(Saved::Stored(grant))
                 });
-                return;
+                return true;
             }
             // Another writer got there: theirs stands.
-            Ok(crate::auth::store::Swap::Conflict) => return,
+            Ok(crate::auth::store::Swap::Conflict) => return true,
             Err(again) => error = again,
         }
     }
-    tracing::warn!(
+    tracing::error!(
         error = %error,
-        "a refreshed grant could not be stored; this process keeps its token in memory"
+        "the refreshed grant of tenant {} could not be stored; this process keeps its token \
+         in memory, and the tenant may need to log in again",
+        one_line(&key.tenant, 80)
     );
+    false
 }
 
 /// The redirect URI: the grant's, else the authorizer's, else the default.

@@ -35,13 +35,13 @@ mod errors;
 mod flow;
 #[cfg(feature = "oauth")]
 mod http;
+mod refreshes;
 mod store;
 
 use std::{fmt, sync::Arc, time::SystemTime};
 
 #[cfg(feature = "oauth")]
 use self::engine::silenced;
-pub(crate) use self::engine::{Auth, Credentials, Run};
 pub use self::store::{
     CredentialStore, DEFAULT_LEASE_TTL, Expected, FileCredentialStore, GrantKey, GrantVersion,
     Lease, LeaseHolder, MAX_TOKEN_LIFETIME, MemoryCredentialStore, StoreError, StoreErrorKind,
@@ -49,6 +49,10 @@ pub use self::store::{
 };
 #[cfg(feature = "postgres")]
 pub use self::store::{KeyRing, KeyRingError, PostgresCredentialStore, PostgresStoreOptions};
+pub(crate) use self::{
+    engine::{Auth, Credentials, Run},
+    refreshes::Refreshes,
+};
 use crate::secret::Secret;
 
 /// Authorizations (a first one, then step-ups or re-authorizations) one operation may

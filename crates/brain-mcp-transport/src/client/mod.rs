@@ -322,8 +322,8 @@ pub struct ClientStats {
     /// Calls running now.
     pub calls_in_flight: usize,
     /// Background tasks (session closes, stdio reapers and drains, warm contexts being
-    /// opened, and the warm pool's sweeper while the pool remembers a server) not
-    /// finished yet. `shutdown` ends them all.
+    /// opened, the warm pool's sweeper while the pool remembers a server, and refreshes
+    /// of delegated grants) not finished yet. `shutdown` ends them all.
     pub background_tasks: usize,
     /// stdio child processes not reaped yet.
     pub child_processes: usize,
@@ -345,6 +345,17 @@ pub struct ClientStats {
     /// failed before it could reach the server (a `tools/call` only when it provably
     /// never left).
     pub resends: usize,
+}
+
+/// What [`McpClient::shutdown`] could not finish.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Shutdown {
+    /// Grants whose refreshed tokens could not be saved in the credential store: the
+    /// authorization server may have rotated the refresh token while the store keeps the
+    /// spent one, so the tenant may have to authorize again (`mcp-tools login`). This
+    /// process still holds the new tokens in memory.
+    pub unsaved_grants: Vec<crate::GrantKey>,
 }
 
 /// A client that could not be built: what failed (TLS, the HTTP client), with the
@@ -455,7 +466,6 @@ impl McpClient {
                     &options.auth,
                     &shared.http,
                     &options.client_name,
-                    shared.tasks.clone(),
                     shared.metrics.clone(),
                 ),
                 options,
@@ -991,7 +1001,7 @@ impl McpClient {
         let shared = &self.inner.shared;
         ClientStats {
             calls_in_flight: self.inner.calls_in_flight.load(Ordering::Relaxed),
-            background_tasks: shared.tasks.len(),
+            background_tasks: shared.tasks.len() + self.inner.auth.refreshes().len(),
             child_processes: shared.children.load(Ordering::Relaxed),
             modern_clients,
             known_servers,
@@ -1003,24 +1013,48 @@ impl McpClient {
         }
     }
 
-    /// Waits (at most `grace`) for background closes to finish, then closes every
-    /// long-lived client. Calls made afterwards still work.
-    pub async fn shutdown(&self, grace: Duration) {
+    /// Ends what the client runs in the background: waits (at most `grace`) for
+    /// background closes to finish, then closes every long-lived client; meanwhile it
+    /// waits for the refreshes of delegated grants in flight to end, however long
+    /// `grace` is (each within its grant's lease, [`DEFAULT_LEASE_TTL`] unless the store
+    /// says otherwise), since a refresh ended early can lose the refresh token the
+    /// authorization server rotated. Calls made afterwards still work.
+    ///
+    /// Returns the grants whose refreshed tokens could not be saved (the store failing
+    /// until the lease ran out) since the client was built or last shut down: their
+    /// tenants may have to authorize again. Call it before the process ends.
+    ///
+    /// [`DEFAULT_LEASE_TTL`]: crate::DEFAULT_LEASE_TTL
+    pub async fn shutdown(&self, grace: Duration) -> Shutdown {
         for warm in self.inner.pool.close() {
             self.close_warm(warm);
         }
         self.inner.sweep_now.notify_one();
         let tasks = &self.inner.shared.tasks;
-        let _ = tokio::time::timeout(grace, async {
-            tasks.close();
-            tasks.wait().await;
-        })
-        .await;
-        tasks.reopen();
+        let background = async {
+            let _ = tokio::time::timeout(grace, async {
+                tasks.close();
+                tasks.wait().await;
+            })
+            .await;
+            tasks.reopen();
+        };
+        let refreshes = self.inner.auth.refreshes();
+        tokio::join!(background, refreshes.wait());
         self.inner.pool.reopen();
         for slot in self.inner.cache.clear() {
             slot.close(grace).await;
         }
+        Shutdown {
+            unsaved_grants: refreshes.take_unsaved(),
+        }
+    }
+
+    /// The grants whose refresh is in flight now (a refresh runs to its end even when the
+    /// call that started it ended; [`McpClient::shutdown`] waits for it). A host about to
+    /// exit can say whose grant it is saving.
+    pub fn refreshes_in_flight(&self) -> Vec<crate::GrantKey> {
+        self.inner.auth.refreshes().running()
     }
 
     /// Forgets what is known about every server (the next call discovers again).

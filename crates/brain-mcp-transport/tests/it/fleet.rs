@@ -13,7 +13,7 @@ use brain_mcp_testkit::Postgres;
 use brain_mcp_transport::{
     Authorization, CallRequest, ClientOptions, CredentialStore, Delivery, Endpoint, ErrorKind,
     Expected, FileCredentialStore, GrantKey, KeyRing, Lease, McpClient, PostgresCredentialStore,
-    PostgresStoreOptions, Secret, StoreError, StoredGrant, Swap, VersionedGrant,
+    PostgresStoreOptions, Secret, StoreError, StoreErrorKind, StoredGrant, Swap, VersionedGrant,
 };
 use serde_json::json;
 
@@ -437,8 +437,16 @@ async fn a_call_that_stops_waiting_does_not_lose_the_refresh_token_it_rotated() 
         (error.kind(), error.delivery()),
         (ErrorKind::Cancelled, Delivery::NotSent)
     );
-    // The refresh ran to its end and stored the rotated grant (shutdown waits for it).
-    client.shutdown(Duration::from_secs(10)).await;
+    // The refresh runs on after the call, and shutdown waits for it to end, however
+    // short its grace: the rotated grant is stored.
+    let in_flight = client.refreshes_in_flight();
+    assert_eq!(
+        in_flight,
+        [GrantKey::new("acme", servers.url(), servers.issuer())]
+    );
+    let report = client.shutdown(Duration::ZERO).await;
+    assert!(report.unsaved_grants.is_empty(), "{report:?}");
+    assert!(client.refreshes_in_flight().is_empty());
     *lock(&servers.auth.state.token_delay) = Duration::ZERO;
     let after = stored(&servers, store.as_ref(), "acme").await.grant;
     assert_ne!(
@@ -457,6 +465,75 @@ async fn a_call_that_stops_waiting_does_not_lose_the_refresh_token_it_rotated() 
     .unwrap();
     assert_eq!(servers.auth.state.refreshes_per_grant()[&grant].len(), 1);
     assert_eq!(servers.auth.state.reuses.load(Ordering::SeqCst), 0);
+}
+
+/// A store whose writes fail (a database gone for good), with a short lease.
+#[derive(Debug)]
+struct Unwritable(Arc<dyn CredentialStore>);
+
+#[async_trait::async_trait]
+impl CredentialStore for Unwritable {
+    async fn load(&self, key: &GrantKey) -> Result<Option<VersionedGrant>, StoreError> {
+        self.0.load(key).await
+    }
+
+    async fn save(
+        &self,
+        _: &GrantKey,
+        _: &StoredGrant,
+        _: Expected,
+    ) -> Result<Swap<brain_mcp_transport::GrantVersion>, StoreError> {
+        Err(StoreError::new(
+            StoreErrorKind::Unavailable,
+            "the credential database is unavailable (write)",
+        ))
+    }
+
+    async fn remove(
+        &self,
+        key: &GrantKey,
+        version: Option<brain_mcp_transport::GrantVersion>,
+    ) -> Result<Swap<()>, StoreError> {
+        self.0.remove(key, version).await
+    }
+
+    async fn keys(&self, tenant: &str, resource: &str) -> Result<Vec<GrantKey>, StoreError> {
+        self.0.keys(tenant, resource).await
+    }
+
+    async fn try_lease(&self, key: &GrantKey, ttl: Duration) -> Result<Option<Lease>, StoreError> {
+        self.0.try_lease(key, ttl).await
+    }
+
+    fn lease_ttl(&self) -> Duration {
+        Duration::from_secs(2)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refreshed_grant_that_cannot_be_stored_is_named_by_shutdown() {
+    let dir = tempfile::tempdir().unwrap();
+    let file: Arc<dyn CredentialStore> = Arc::new(FileCredentialStore::new(dir.path()));
+    let servers = servers().await;
+    store_grant(&servers, file.as_ref(), "acme", Duration::from_secs(7200)).await;
+    let client = holder(Arc::new(Unwritable(Arc::clone(&file))));
+    // The call itself works: the new token is kept in memory.
+    call_as(&client, &servers.url(), "acme", pinned(&servers), json!({}))
+        .await
+        .unwrap();
+    let report = client.shutdown(Duration::ZERO).await;
+    assert_eq!(
+        report.unsaved_grants,
+        [GrantKey::new("acme", servers.url(), servers.issuer())]
+    );
+    // Said once.
+    assert!(
+        client
+            .shutdown(Duration::ZERO)
+            .await
+            .unsaved_grants
+            .is_empty()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

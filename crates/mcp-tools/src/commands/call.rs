@@ -11,7 +11,7 @@ use brain_tools::{CallScope, CancellationToken, ClientOptions, ToolHost};
 use crate::{
     cli::{CallArgs, Format},
     runtime::{
-        client::{self, CLOSE_GRACE, era},
+        client::{self, era},
         config,
         exit::{Exit, Outcome},
         logs::color_allowed,
@@ -19,6 +19,8 @@ use crate::{
             human::Paint,
             printer::{Printer, STALL, Style},
         },
+        shell,
+        signals::Signals,
         store,
     },
 };
@@ -37,14 +39,20 @@ fn style(format: Format, stdout_is_terminal: bool, stderr_is_terminal: bool) -> 
     }
 }
 
-pub(crate) async fn run(args: CallArgs) -> Outcome {
+pub(crate) async fn run(args: CallArgs, signals: Signals) -> Outcome {
     let arguments: serde_json::Value = serde_json::from_str(&args.args)
         .map_err(|error| Exit::Usage(format!("--args is not JSON: {error}")))?;
     let loaded = config::load(&args.config)?;
     let options = ClientOptions::default()
         .era(era(args.era))
-        .credential_store(store::open(&args.store).await?.store);
-    let client = client::build(options)?;
+        .credential_store(store::for_calls(&args.store));
+    let login = {
+        let (config, tool, store) = (args.config.clone(), args.tool.clone(), args.store.clone());
+        Box::new(move |key: &brain_tools::GrantKey| {
+            shell::login(&shell::binding_flags(&config, &tool), &key.tenant, &store)
+        })
+    };
+    let client = client::build(options, login)?;
     let host = ToolHost::builder(loaded.config)
         .client(client.clone())
         .config_path(args.config.display().to_string())
@@ -57,12 +65,13 @@ pub(crate) async fn run(args: CallArgs) -> Outcome {
         format!("cli-{}-{nanos}", std::process::id())
     });
     let scope = CallScope::new(args.tenant, args.session, call_id);
+    // The first signal cancels the call: the server is told, the session deleted, the
+    // process group killed, and the result printed.
     let cancel = CancellationToken::new();
     let on_interrupt = cancel.clone();
     let interrupt = tokio::spawn(async move {
-        if stopped().await {
-            on_interrupt.cancel();
-        }
+        signals.at_least(1).await;
+        on_interrupt.cancel();
     });
 
     let style = style(
@@ -74,15 +83,14 @@ pub(crate) async fn run(args: CallArgs) -> Outcome {
         .map_err(|error| Exit::Failed(format!("cannot start the output thread: {error}")))?;
     let sink = printer.sink();
     // The sink hands the result to the printer as soon as the call has it; closing what
-    // the call left open gets a short grace alongside, never before.
+    // the call left open comes after (the run settles its clients).
     let result = host
         .call(scope, args.tool, arguments)
         .cancel(cancel)
         .sink(std::sync::Arc::new(sink))
         .await;
     interrupt.abort();
-    let printed = tokio::task::spawn_blocking(move || printer.finish(STALL));
-    let ((), printed) = tokio::join!(client.shutdown(CLOSE_GRACE), printed);
+    let printed = tokio::task::spawn_blocking(move || printer.finish(STALL)).await;
     match printed {
         Ok(Ok(())) => {}
         Ok(Err(message)) => return Err(Exit::Failed(message)),
@@ -92,32 +100,6 @@ pub(crate) async fn run(args: CallArgs) -> Outcome {
         Err(Exit::Reported)
     } else {
         Ok(())
-    }
-}
-
-/// Resolves when the process is asked to stop: Ctrl-C (SIGINT), or, on Unix, SIGTERM or
-/// SIGHUP (what `timeout`, systemd, container runtimes and a closed terminal send). The
-/// call is then cancelled like any other: the server is told, the session deleted, the
-/// process group killed, and the result printed. False when no signal can be watched.
-async fn stopped() -> bool {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        let (Ok(mut term), Ok(mut hangup)) = (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::hangup()),
-        ) else {
-            return tokio::signal::ctrl_c().await.is_ok();
-        };
-        tokio::select! {
-            interrupted = tokio::signal::ctrl_c() => interrupted.is_ok(),
-            _ = term.recv() => true,
-            _ = hangup.recv() => true,
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        tokio::signal::ctrl_c().await.is_ok()
     }
 }
 

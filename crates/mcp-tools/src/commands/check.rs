@@ -9,7 +9,7 @@ use crate::{
     cli::{CheckArgs, ReportFormat},
     runtime::{
         auth,
-        client::{self, CLOSE_GRACE, discovery_failure, endpoint, token},
+        client::{self, discovery_failure, endpoint, token},
         config,
         diff::diff,
         exit::{Exit, Outcome},
@@ -119,8 +119,9 @@ async fn grants(
             Err(error) => {
                 *missing += 1;
                 outln!(
-                    "{}: cannot read tenant {tenant}'s grant: {}",
+                    "{}: cannot read tenant {tenant}'s grant ({}): {}",
                     names.join(", "),
+                    error.kind().as_str(),
                     error.detail()
                 );
             }
@@ -131,8 +132,27 @@ async fn grants(
 
 /// `--live`: each MCP binding compared with what its server lists now.
 async fn live(args: &CheckArgs, loaded: &Loaded) -> Outcome {
-    let options = ClientOptions::default().credential_store(store::open(&args.store).await?.store);
-    let client = client::build(options)?;
+    let options = ClientOptions::default().credential_store(store::for_calls(&args.store));
+    // A grant's login names the first binding of its server.
+    let bindings: Vec<(String, String)> = loaded
+        .config
+        .tools
+        .iter()
+        .filter_map(|binding| match binding.mcp().map(|mcp| &mcp.server) {
+            Some(McpServer::Http { url, .. }) => Some((url.clone(), binding.name.clone())),
+            _ => None,
+        })
+        .collect();
+    let (config, store) = (args.config.clone(), args.store.clone());
+    let login = Box::new(move |key: &brain_tools::GrantKey| {
+        match bindings.iter().find(|(url, _)| *url == key.resource) {
+            Some((_, tool)) => {
+                shell::login(&shell::binding_flags(&config, tool), &key.tenant, &store)
+            }
+            None => (client::any_login())(key),
+        }
+    });
+    let client = client::build(options, login)?;
     let mut missing = 0;
     // One discovery per server, shared by its bindings.
     let mut servers: Vec<(&McpServer, Vec<&ToolBinding>)> = Vec::new();
@@ -280,7 +300,6 @@ async fn live(args: &CheckArgs, loaded: &Loaded) -> Outcome {
             }
         }
     }
-    client.shutdown(CLOSE_GRACE).await;
     if missing > 0 {
         eprintln!(
             "mcp-tools: {missing} tenant grant{} missing or unusable",

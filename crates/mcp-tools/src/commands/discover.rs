@@ -8,7 +8,7 @@ use crate::{
     cli::DiscoverArgs,
     runtime::{
         auth,
-        client::{self, CLOSE_GRACE, discovery_failure, endpoint, era, token},
+        client::{self, discovery_failure, endpoint, era, token},
         config,
         exit::{Exit, Outcome},
         merge, models,
@@ -118,7 +118,7 @@ pub(crate) async fn run(args: DiscoverArgs) -> Outcome {
             auth: Some(server_auth),
             ..
         } => {
-            options = options.credential_store(store::open(&args.store).await?.store);
+            options = options.credential_store(store::for_calls(&args.store));
             let delegated = matches!(server_auth, brain_tools_config::McpAuth::OAuth(_));
             if delegated && auth::interactive() {
                 options = options.authorizer(std::sync::Arc::new(auth::LoopbackAuthorizer));
@@ -129,7 +129,14 @@ pub(crate) async fn run(args: DiscoverArgs) -> Outcome {
         _ => None,
     };
 
-    let client = client::build(options)?;
+    let login: client::LoginHint = match login_flags.clone() {
+        Some(flags) => {
+            let store = args.store.clone();
+            Box::new(move |key| shell::login(&flags, &key.tenant, &store))
+        }
+        None => client::any_login(),
+    };
+    let client = client::build(options, login)?;
     // The login prompt, if any, needs stderr to itself.
     let spinner =
         (oauth != Some(true)).then(|| Spinner::start(format!("listing the tools of {described}")));
@@ -156,13 +163,10 @@ pub(crate) async fn run(args: DiscoverArgs) -> Outcome {
                     shell::store_flags(&args.store)
                 );
             }
-            client.shutdown(CLOSE_GRACE).await;
             return Err(Exit::Reported);
         }
     };
-    let outcome = output(&args, &found, &server, &tenants, &described);
-    client.shutdown(CLOSE_GRACE).await;
-    outcome
+    output(&args, &found, &server, &tenants, &described)
 }
 
 /// What discovery says on stderr about tools that may run as tasks: a 2026-07-28 server

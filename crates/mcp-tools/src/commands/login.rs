@@ -10,10 +10,10 @@ use crate::{
     cli::{GrantTarget, LoginArgs},
     runtime::{
         auth::{self, LoopbackAuthorizer, Protected, describe},
-        client::{self, CLOSE_GRACE, era},
+        client::{self, era},
         exit::{Exit, Outcome},
         output::outln,
-        store,
+        shell, store,
     },
 };
 
@@ -45,10 +45,12 @@ pub(crate) async fn run(args: LoginArgs) -> Outcome {
     }
     let authorization = auth::authorization(tenant, &target.auth)?;
     let store = store::open(&args.target.store).await?;
+    let (flags, store_args) = (shell::target_flags(&args.target), args.target.store.clone());
     let client = client::build(
         ClientOptions::default()
             .era(era(args.era))
             .credential_store(store.store),
+        Box::new(move |key| shell::login(&flags, &key.tenant, &store_args)),
     )?;
     let authorized = client
         .authorize(
@@ -58,7 +60,6 @@ pub(crate) async fn run(args: LoginArgs) -> Outcome {
             Duration::from_secs(args.timeout),
         )
         .await;
-    client.shutdown(CLOSE_GRACE).await;
     match authorized {
         Ok(GrantStatus::Stored(summary)) => {
             outln!(

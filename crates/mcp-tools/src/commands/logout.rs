@@ -6,8 +6,7 @@ use brain_tools_config::McpAuth;
 use crate::{
     cli::LogoutArgs,
     runtime::{
-        auth,
-        client::{self, CLOSE_GRACE},
+        auth, client,
         exit::{Exit, Outcome},
         output::outln,
         store,
@@ -23,10 +22,12 @@ pub(crate) async fn run(args: LogoutArgs) -> Outcome {
     let authorization = auth::stored_authorization(tenant, &target.auth)?;
     let store = store::open(&args.target.store).await?;
     let dir = store.place;
-    let client = client::build(ClientOptions::default().credential_store(store.store))?;
+    let client = client::build(
+        ClientOptions::default().credential_store(store.store),
+        client::any_login(),
+    )?;
     // Removed readable or not: a grant the store cannot read is repaired by a logout.
     let removed = client.forget_grant(&target.url, &authorization).await;
-    client.shutdown(CLOSE_GRACE).await;
     let removed = removed.map_err(|error| {
         Exit::Failed(format!(
             "cannot remove the grant from {}: {}",

@@ -1,5 +1,6 @@
 //! How a command ends: its [`Outcome`], and the exit status each [`Exit`] means: 0
-//! success, 1 a failure, 2 a usage error (what `--help` documents).
+//! success, 1 a failure, 2 a usage error (what `--help` documents), 130 a command a
+//! signal ended.
 
 use std::process::ExitCode;
 
@@ -14,6 +15,8 @@ pub(crate) enum Exit {
     Reported,
     /// Exit 2 with this line on stderr.
     Usage(String),
+    /// Exit 130: a signal (Ctrl-C, SIGTERM, SIGHUP) ended the command.
+    Interrupted,
 }
 
 /// What a command gives back.
@@ -30,6 +33,10 @@ impl Exit {
                 ExitCode::from(1)
             }
             Exit::Reported => ExitCode::from(1),
+            Exit::Interrupted => {
+                eprintln!("mcp-tools: interrupted");
+                ExitCode::from(130)
+            }
             Exit::Usage(message) => {
                 eprintln!(
                     "mcp-tools: {} (see mcp-tools --help)",

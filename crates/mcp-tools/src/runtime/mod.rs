@@ -8,7 +8,8 @@
 //! - `logs`: the binary's logs on stderr; `telemetry`: OpenTelemetry's export, as the
 //!   `OTEL_*` variables say (feature `otel`);
 //! - `config`: host configs, read within a bound, loaded as the host loads them;
-//! - `client`: the MCP client of a run, and what it is asked;
+//! - `client`: the MCP client of a run, what it is asked, and how the run ends with it;
+//!   `signals`: the signals that ask a run to stop;
 //! - `store`: the credential store; `auth`: a person's side of OAuth; `shell`: the
 //!   commands a message suggests;
 //! - logic a command applies, apart and with its own tests: `stdio` (a stdio server from
@@ -25,6 +26,7 @@ pub(crate) mod merge;
 pub(crate) mod models;
 pub(crate) mod output;
 pub(crate) mod shell;
+pub(crate) mod signals;
 pub(crate) mod stdio;
 pub(crate) mod store;
 pub(crate) mod telemetry;

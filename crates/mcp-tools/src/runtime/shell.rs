@@ -3,7 +3,10 @@
 
 use std::path::Path;
 
-use crate::{cli::StoreArgs, runtime::store};
+use crate::{
+    cli::{GrantTarget, StoreArgs},
+    runtime::store,
+};
 
 /// A word as a POSIX shell reads it back: bare when it is plain, else single-quoted.
 pub(crate) fn word(word: &str) -> String {
@@ -24,6 +27,24 @@ pub(crate) fn binding_flags(config: &Path, tool: &str) -> String {
         "--config {} --tool {}",
         word(&config.display().to_string()),
         word(tool)
+    )
+}
+
+/// The flags that name the server of a `login` or `logout`, as given.
+pub(crate) fn target_flags(target: &GrantTarget) -> String {
+    match (&target.config, &target.tool, &target.url, &target.auth) {
+        (Some(config), Some(tool), _, _) => binding_flags(config, tool),
+        (_, _, Some(url), Some(auth)) => format!("--url {} --auth {}", word(url), word(auth)),
+        _ => String::new(),
+    }
+}
+
+/// `mcp-tools login FLAGS --tenant TENANT STORE-FLAGS`.
+pub(crate) fn login(flags: &str, tenant: &str, store: &StoreArgs) -> String {
+    format!(
+        "mcp-tools login {flags} --tenant {}{}",
+        word(tenant),
+        store_flags(store)
     )
 }
 

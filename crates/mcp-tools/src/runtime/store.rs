@@ -5,9 +5,13 @@
 use std::{
     path::{Path, PathBuf},
     sync::Arc,
+    time::Duration,
 };
 
-use brain_tools::{CredentialStore, FileCredentialStore};
+use brain_tools::{
+    CredentialStore, Expected, FileCredentialStore, GrantKey, GrantVersion, Lease, StoreError,
+    StoreErrorKind, StoredGrant, Swap, VersionedGrant,
+};
 
 use crate::{cli::StoreArgs, runtime::exit::Exit};
 
@@ -29,27 +33,59 @@ pub(crate) struct Store {
     pub(crate) place: String,
 }
 
-/// The credential store: `--store`, else `$MCP_TOOLS_STORE`, else the user's folder. A
-/// `postgres://` URL opens (and migrates) the shared store, its secrets sealed with the
-/// key ring of `--store-keys FILE` or `$MCP_TOOLS_STORE_KEYS`.
-pub(crate) async fn open(args: &StoreArgs) -> Result<Store, Exit> {
+/// Where the store is: `--store`, else `$MCP_TOOLS_STORE`, else the user's folder.
+enum Location {
+    Folder(PathBuf),
+    Database(String),
+}
+
+fn locate(args: &StoreArgs) -> Result<Location, String> {
     let location = args.location.clone().or_else(|| {
         std::env::var(STORE_VARIABLE)
             .ok()
             .filter(|v| !v.trim().is_empty())
     });
     match location {
-        Some(url) if is_database(&url) => database(&url, args.keys.as_deref()).await,
-        Some(dir) => Ok(folder(PathBuf::from(dir))),
-        None => {
-            let dir = FileCredentialStore::default_dir().ok_or_else(|| {
-                Exit::Failed(
-                    "there is no default place for grants (neither XDG_STATE_HOME nor HOME is set to an absolute path); give --store DIR".into(),
-                )
-            })?;
-            Ok(folder(dir))
+        Some(url) if is_database(&url) => Ok(Location::Database(url)),
+        Some(dir) => Ok(Location::Folder(PathBuf::from(dir))),
+        None => FileCredentialStore::default_dir()
+            .map(Location::Folder)
+            .ok_or_else(|| {
+                "there is no default place for grants (neither XDG_STATE_HOME nor HOME is set to an absolute path); give --store DIR".into()
+            }),
+    }
+}
+
+/// The credential store, open now: `--store`, else `$MCP_TOOLS_STORE`, else the user's
+/// folder. A `postgres://` URL connects to (and migrates) the shared store, its secrets
+/// sealed with the key ring of `--store-keys FILE` or `$MCP_TOOLS_STORE_KEYS`. For the
+/// commands that are about the store (`login`, `logout`): a store that cannot be opened
+/// is their error.
+pub(crate) async fn open(args: &StoreArgs) -> Result<Store, Exit> {
+    match locate(args).map_err(Exit::Failed)? {
+        Location::Folder(dir) => Ok(folder(dir)),
+        Location::Database(url) => {
+            let store = database(&url, args.keys.as_deref()).map_err(Exit::Failed)?;
+            connect(&store).await?;
+            Ok(Store {
+                store,
+                place: "the PostgreSQL store".into(),
+            })
         }
     }
+}
+
+/// The credential store of the commands that run calls (`call`, `check --live`,
+/// discovery): opened when a call first needs it. A store that cannot be opened (a
+/// database down, a key ring missing, no place for grants) fails the calls that need a
+/// grant, each as its own `credential_store` result within its own timeout; calls that
+/// need none never notice.
+pub(crate) fn for_calls(args: &StoreArgs) -> Arc<dyn CredentialStore> {
+    let opened = locate(args).and_then(|location| match location {
+        Location::Folder(dir) => Ok(folder(dir).store),
+        Location::Database(url) => database(&url, args.keys.as_deref()),
+    });
+    opened.unwrap_or_else(|why| Arc::new(Unopened(why)))
 }
 
 fn folder(dir: PathBuf) -> Store {
@@ -59,30 +95,76 @@ fn folder(dir: PathBuf) -> Store {
     }
 }
 
+/// The PostgreSQL store, not connected yet.
 #[cfg(feature = "postgres")]
-async fn database(url: &str, keys: Option<&Path>) -> Result<Store, Exit> {
+fn database(url: &str, keys: Option<&Path>) -> Result<Arc<dyn CredentialStore>, String> {
     use brain_tools::{KeyRing, PostgresCredentialStore, PostgresStoreOptions};
     let keys = match keys {
         Some(file) => KeyRing::from_file(file),
         None => KeyRing::from_env(STORE_KEYS_VARIABLE),
     }
     .map_err(|error| {
-        Exit::Failed(format!(
+        format!(
             "the PostgreSQL store needs a key ring to seal grants (--store-keys FILE, or ${STORE_KEYS_VARIABLE}): {error}"
-        ))
+        )
     })?;
-    let store = PostgresCredentialStore::connect(PostgresStoreOptions::new(url, keys))
-        .await
-        .map_err(|error| Exit::Failed(format!("cannot open the PostgreSQL store: {error}")))?;
-    Ok(Store {
-        store: Arc::new(store),
-        place: "the PostgreSQL store".into(),
-    })
+    let store = PostgresCredentialStore::lazy(PostgresStoreOptions::new(url, keys))
+        .map_err(|error| format!("cannot open the PostgreSQL store: {error}"))?;
+    Ok(Arc::new(store))
 }
 
 #[cfg(not(feature = "postgres"))]
-async fn database(_: &str, _: Option<&Path>) -> Result<Store, Exit> {
-    Err(Exit::Failed(
+fn database(_: &str, _: Option<&Path>) -> Result<Arc<dyn CredentialStore>, String> {
+    Err(
         "this mcp-tools was built without the `postgres` feature: it cannot use a postgres:// store".into(),
-    ))
+    )
+}
+
+/// Reaches the store once (a database: connects and migrates its schema).
+async fn connect(store: &Arc<dyn CredentialStore>) -> Result<(), Exit> {
+    let probe = GrantKey::new("", "", "");
+    match store.load(&probe).await {
+        Ok(_) => Ok(()),
+        Err(error) => Err(Exit::Failed(format!(
+            "cannot open the PostgreSQL store: {error}"
+        ))),
+    }
+}
+
+/// A store that could not be opened: every operation fails with why.
+#[derive(Debug)]
+struct Unopened(String);
+
+impl Unopened {
+    fn error(&self) -> StoreError {
+        StoreError::new(StoreErrorKind::Unavailable, self.0.clone())
+    }
+}
+
+#[brain_tools::async_trait]
+impl CredentialStore for Unopened {
+    async fn load(&self, _: &GrantKey) -> Result<Option<VersionedGrant>, StoreError> {
+        Err(self.error())
+    }
+
+    async fn save(
+        &self,
+        _: &GrantKey,
+        _: &StoredGrant,
+        _: Expected,
+    ) -> Result<Swap<GrantVersion>, StoreError> {
+        Err(self.error())
+    }
+
+    async fn remove(&self, _: &GrantKey, _: Option<GrantVersion>) -> Result<Swap<()>, StoreError> {
+        Err(self.error())
+    }
+
+    async fn keys(&self, _: &str, _: &str) -> Result<Vec<GrantKey>, StoreError> {
+        Err(self.error())
+    }
+
+    async fn try_lease(&self, _: &GrantKey, _: Duration) -> Result<Option<Lease>, StoreError> {
+        Err(self.error())
+    }
 }

@@ -12,6 +12,7 @@ mod models;
 mod oauth;
 #[cfg(feature = "otel")]
 mod otel;
+mod refresh_exit;
 mod result_content;
 mod stdio_env;
 mod support;

@@ -42,22 +42,39 @@ pub(super) enum Case {
     StoreDown,
     /// The stored grant's file holds bytes that are not a grant.
     CorruptFile,
+    /// The store (a database that accepts connections and never answers) hangs when the
+    /// expired token needs renewing: the call ends at its own deadline (2 s), saying so.
+    StoreHangs,
+    /// The grant's row in PostgreSQL has its `scopes` column altered by hand (to `text`).
+    RowAltered,
+    /// The call's deadline (1 s) passes while its refresh is at the authorization server,
+    /// which rotates the refresh token at once and answers 2 s later: the refresh runs on,
+    /// and the client's shutdown waits for the rotated pair to be stored.
+    RefreshOutlivesTheCall,
 }
 
 impl Case {
-    pub(super) const ALL: [Case; 6] = [
+    pub(super) const ALL: [Case; 9] = [
         Case::Rotates,
         Case::LeaseHeld,
         Case::RefusedButReplaced,
         Case::RefusedForGood,
         Case::StoreDown,
         Case::CorruptFile,
+        Case::StoreHangs,
+        Case::RowAltered,
+        Case::RefreshOutlivesTheCall,
     ];
 
     /// The binding of a row: the case's resource server, with a delegated grant.
     pub(super) fn binding(self, servers: &Servers) -> Value {
+        let timeout = match self {
+            Case::StoreHangs => 2,
+            Case::RefreshOutlivesTheCall => 1,
+            _ => 10,
+        };
         json!({
-            "url": servers.url(), "mcp_tool": "echo", "timeout_seconds": 10,
+            "url": servers.url(), "mcp_tool": "echo", "timeout_seconds": timeout,
             "auth": {"type": "oauth", "issuer": servers.issuer()}
         })
     }
@@ -85,20 +102,31 @@ impl Case {
         }
         let dir = tempfile::tempdir().unwrap();
         let mut database = None;
-        let inner: Arc<dyn CredentialStore> = if self == Case::StoreDown {
-            let db = Postgres::start_new().unwrap();
-            let options = PostgresStoreOptions::new(
-                db.url(),
-                KeyRing::parse("k1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=").unwrap(),
-            );
-            let store = PostgresCredentialStore::connect(options).await.unwrap();
-            database = Some(db);
-            Arc::new(store)
-        } else {
-            Arc::new(FileCredentialStore::new(dir.path()))
+        let mut hung = None;
+        let keys = || KeyRing::parse("k1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=").unwrap();
+        let inner: Arc<dyn CredentialStore> = match self {
+            Case::StoreDown | Case::RowAltered => {
+                let db = Postgres::start_new().unwrap();
+                let options = PostgresStoreOptions::new(db.url(), keys());
+                let store = PostgresCredentialStore::connect(options).await.unwrap();
+                database = Some(db);
+                Arc::new(store)
+            }
+            Case::StoreHangs => {
+                // Its own bound (30 s) is longer than the call's: the call's holds.
+                let (port, listener) = hung_database().await;
+                hung = Some(listener);
+                let url = format!("postgres://brain@127.0.0.1:{port}/brain");
+                let options =
+                    PostgresStoreOptions::new(url, keys()).timeout(Duration::from_secs(30));
+                Arc::new(PostgresCredentialStore::lazy(options).unwrap())
+            }
+            _ => Arc::new(FileCredentialStore::new(dir.path())),
         };
-        let saved = inner.save(&key, &grant, Expected::Absent).await.unwrap();
-        assert!(matches!(saved, Swap::Done(_)));
+        if self != Case::StoreHangs {
+            let saved = inner.save(&key, &grant, Expected::Absent).await.unwrap();
+            assert!(matches!(saved, Swap::Done(_)));
+        }
         // What the other holder saves: a fresh pair the servers know.
         let access = format!("at-{self:?}-other-holder-0123456789");
         let mut fresh = grant.clone();
@@ -145,6 +173,16 @@ impl Case {
             Case::StoreDown => {
                 database.as_ref().unwrap().stop().unwrap();
             }
+            Case::RowAltered => {
+                database
+                    .as_ref()
+                    .unwrap()
+                    .sql("ALTER TABLE brain_mcp_grants ALTER COLUMN scopes TYPE text")
+                    .unwrap();
+            }
+            Case::RefreshOutlivesTheCall => {
+                *brain_mcp_testkit::oauth::lock(&auth.token_delay) = Duration::from_secs(2);
+            }
             _ => {}
         }
         Prepared {
@@ -155,6 +193,7 @@ impl Case {
             dir,
             database,
             holder,
+            hung,
         }
     }
 
@@ -170,19 +209,30 @@ impl Case {
         if let Some(holder) = prepared.holder {
             holder.await.unwrap();
         }
-        if let Some(database) = &prepared.database {
+        if let (Some(database), Case::StoreDown) = (&prepared.database, self) {
             database.start().unwrap();
+        }
+        if self == Case::StoreHangs {
+            // Never read: nothing was asked of the authorization server.
+            assert_eq!(refreshes, 0);
+            return;
         }
         let stored = match prepared.inner.load(&prepared.key).await {
             Ok(stored) => stored,
             Err(error) => {
-                assert_eq!(self, Case::CorruptFile, "{error}");
-                // Still there to be repaired, not deleted behind the tenant's back.
-                assert!(
-                    FileCredentialStore::new(prepared.dir.path())
-                        .file(&prepared.key)
-                        .exists()
-                );
+                match self {
+                    // Still there to be repaired, not deleted behind the tenant's back.
+                    Case::CorruptFile => assert!(
+                        FileCredentialStore::new(prepared.dir.path())
+                            .file(&prepared.key)
+                            .exists()
+                    ),
+                    Case::RowAltered => assert!(
+                        error.to_string().contains("column scopes"),
+                        "the row is named with its column: {error}"
+                    ),
+                    _ => panic!("{self:?}: {error}"),
+                }
                 assert_eq!(refreshes, 0);
                 return;
             }
@@ -200,13 +250,15 @@ impl Case {
         // its client registration kept for the next login).
         let before = Some(prepared.refresh.clone());
         let (expected_refreshes, left) = match self {
-            Case::Rotates | Case::RefusedButReplaced => {
+            Case::Rotates | Case::RefusedButReplaced | Case::RefreshOutlivesTheCall => {
                 (1, refresh(&stored).filter(|t| Some(t) != before.as_ref()))
             }
             Case::LeaseHeld => (0, refresh(&stored).filter(|t| Some(t) != before.as_ref())),
             Case::RefusedForGood => (1, None),
             Case::StoreDown => (0, before.clone()),
-            Case::CorruptFile => unreachable!("a corrupt file cannot load"),
+            Case::CorruptFile | Case::RowAltered | Case::StoreHangs => {
+                unreachable!("{self:?} cannot load")
+            }
         };
         assert_eq!(refreshes, expected_refreshes, "{self:?}: refreshes");
         assert!(
@@ -221,7 +273,10 @@ impl Case {
         assert_eq!(stored.grant.client_id, "pre-registered-client");
         if matches!(
             self,
-            Case::Rotates | Case::LeaseHeld | Case::RefusedButReplaced
+            Case::Rotates
+                | Case::LeaseHeld
+                | Case::RefusedButReplaced
+                | Case::RefreshOutlivesTheCall
         ) {
             assert!(stored.grant.is_usable(), "{self:?}: a usable grant is left");
         }
@@ -240,6 +295,31 @@ pub(super) struct Prepared {
     dir: tempfile::TempDir,
     database: Option<Postgres>,
     holder: Option<tokio::task::JoinHandle<()>>,
+    /// The listener of a database that never answers.
+    hung: Option<Hung>,
+}
+
+/// A database that never answers, stopped when dropped.
+pub(super) struct Hung(tokio::task::JoinHandle<()>);
+
+impl Drop for Hung {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// A loopback port that accepts connections and never answers (a database that hangs),
+/// for as long as the returned task runs.
+async fn hung_database() -> (u16, Hung) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let task = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    (port, Hung(task))
 }
 
 /// The client's store: the real one, with the other holder's moves at the moments they

@@ -90,7 +90,8 @@ impl PostgresStoreOptions {
 /// Grants in a PostgreSQL database, for a fleet of hosts: tables `brain_mcp_grants`
 /// (one row per grant, its secrets sealed with AES-256-GCM under the host's
 /// [`KeyRing`], the key id in the row), `brain_mcp_leases` and `brain_mcp_migrations`,
-/// created and migrated by [`PostgresCredentialStore::connect`]. Writes compare and
+/// created and migrated by [`PostgresCredentialStore::connect`] (or by the first
+/// operation of a [`lazy`](PostgresCredentialStore::lazy) one). Writes compare and
 /// swap on a version drawn from a sequence (never reused); leases are rows that expire
 /// by the database's clock.
 ///
@@ -102,6 +103,8 @@ pub struct PostgresCredentialStore {
     pool: Pool,
     keys: KeyRing,
     lease_ttl: Duration,
+    /// Set once the schema is known to be this build's (created or migrated).
+    migrated: std::sync::Arc<tokio::sync::OnceCell<()>>,
 }
 
 impl fmt::Debug for PostgresCredentialStore {
@@ -204,6 +207,33 @@ fn db_error(what: &str, error: tokio_postgres::Error) -> StoreError {
     StoreError::new(kind, message).with_source(error)
 }
 
+/// A column's value, or what a column that does not hold what this build wrote says (a
+/// column altered or set to NULL by hand): its name and the types the driver found,
+/// never a value.
+fn column<'a, T: tokio_postgres::types::FromSql<'a>>(
+    row: &'a tokio_postgres::Row,
+    name: &str,
+) -> Result<T, String> {
+    row.try_get(name).map_err(|error| {
+        let mut text = error.to_string();
+        if let Some(source) = std::error::Error::source(&error) {
+            text = format!("{text}: {source}");
+        }
+        format!(
+            "its column {name} does not hold what this build wrote ({})",
+            crate::secret::one_line(&text, 200)
+        )
+    })
+}
+
+/// A row that is not what this build wrote, named as a corrupt row (`what`: whose).
+fn unreadable(what: &str, why: String) -> StoreError {
+    StoreError::new(
+        StoreErrorKind::Corrupt,
+        format!("{what} cannot be read: {why}"),
+    )
+}
+
 fn pool_error(error: deadpool_postgres::PoolError) -> StoreError {
     match error {
         deadpool_postgres::PoolError::Backend(error) => db_error("connect", error),
@@ -223,6 +253,20 @@ impl PostgresCredentialStore {
     /// (`Unavailable`), or the schema cannot be created (`Failed`: the role may lack
     /// the rights).
     pub async fn connect(options: PostgresStoreOptions) -> Result<Self, StoreError> {
+        let store = Self::lazy(options)?;
+        drop(store.client().await?);
+        Ok(store)
+    }
+
+    /// The store, without connecting: the first operation connects and creates or
+    /// migrates the schema, and each operation that finds the database down fails
+    /// `Unavailable` (a call that needs a grant then fails `credential_store`, not sent,
+    /// within its own deadline) until it is back. A host built so starts while its
+    /// database is down, and serves every binding that needs no grant.
+    ///
+    /// # Errors
+    /// The connection string cannot be parsed, or TLS cannot be set up (`Failed`).
+    pub fn lazy(options: PostgresStoreOptions) -> Result<Self, StoreError> {
         let mut config: tokio_postgres::Config = options.url.expose().parse().map_err(|_| {
             StoreError::new(
                 StoreErrorKind::Failed,
@@ -255,22 +299,28 @@ impl PostgresCredentialStore {
                 )
                 .with_source(error)
             })?;
-        let store = Self {
+        Ok(Self {
             pool,
             keys: options.keys,
             lease_ttl: options.lease_ttl,
-        };
-        store.migrate().await?;
-        Ok(store)
+            migrated: std::sync::Arc::default(),
+        })
     }
 
+    /// A pooled connection to a database whose schema is this build's (migrated on the
+    /// first use that reaches it).
     async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
+        self.migrated.get_or_try_init(|| self.migrate()).await?;
+        self.pooled().await
+    }
+
+    async fn pooled(&self) -> Result<deadpool_postgres::Object, StoreError> {
         self.pool.get().await.map_err(pool_error)
     }
 
     /// Applies the migrations not applied yet, in one transaction, under an advisory lock.
     async fn migrate(&self) -> Result<(), StoreError> {
-        let mut client = self.client().await?;
+        let mut client = self.pooled().await?;
         let transaction = client
             .transaction()
             .await
@@ -294,7 +344,13 @@ impl PostgresCredentialStore {
             )
             .await
             .map_err(|error| db_error("read the schema version", error))?
-            .get(0);
+            .try_get(0)
+            .map_err(|error| {
+                unreadable(
+                    "the credential database's schema version",
+                    crate::secret::one_line(&error.to_string(), 200),
+                )
+            })?;
         let known = i32::try_from(MIGRATIONS.len()).unwrap_or(i32::MAX);
         if applied > known {
             return Err(StoreError::new(
@@ -366,16 +422,19 @@ impl PostgresCredentialStore {
         key: &GrantKey,
         row: &tokio_postgres::Row,
     ) -> Result<VersionedGrant, StoreError> {
-        let version: i64 = row.get("version");
-        let client_id: String = row.get("client_id");
-        let key_id: String = row.get("key_id");
-        let sealed: Vec<u8> = row.get("sealed");
         let corrupt = |why: String| {
             StoreError::new(
                 StoreErrorKind::Corrupt,
                 format!("the grant row of {key} cannot be read: {why}"),
             )
         };
+        let version: i64 = column(row, "version").map_err(corrupt)?;
+        let client_id: String = column(row, "client_id").map_err(corrupt)?;
+        let key_id: String = column(row, "key_id").map_err(corrupt)?;
+        let sealed: Vec<u8> = column(row, "sealed").map_err(corrupt)?;
+        let obtained_at: Option<i64> = column(row, "obtained_at_ms").map_err(corrupt)?;
+        let expires_at: Option<i64> = column(row, "expires_at_ms").map_err(corrupt)?;
+        let scopes: Vec<String> = column(row, "scopes").map_err(corrupt)?;
         let plain = self
             .keys
             .open(&key_id, &context(key, &client_id, false), &sealed)
@@ -393,9 +452,9 @@ impl PostgresCredentialStore {
         grant.refresh_token = secrets.refresh_token.map(Secret::new);
         grant.dpop_key = secrets.dpop_key.map(Secret::new);
         grant.dpop_thumbprint = secrets.dpop_thumbprint;
-        grant.obtained_at = from_sql_time(row.get("obtained_at_ms"));
-        grant.expires_at = from_sql_time(row.get("expires_at_ms"));
-        grant.scopes = row.get("scopes");
+        grant.obtained_at = from_sql_time(obtained_at);
+        grant.expires_at = from_sql_time(expires_at);
+        grant.scopes = scopes;
         Ok(VersionedGrant::new(
             grant,
             GrantVersion::new(u64::try_from(version).unwrap_or(0)),
@@ -516,9 +575,7 @@ impl CredentialStore for PostgresCredentialStore {
             }
         };
         Ok(match rows.first() {
-            Some(row) => Swap::Done(GrantVersion::new(
-                u64::try_from(row.get::<_, i64>(0)).unwrap_or(0),
-            )),
+            Some(row) => Swap::Done(version_of(key, row)?),
             None => Swap::Conflict,
         })
     }
@@ -558,10 +615,13 @@ impl CredentialStore for PostgresCredentialStore {
                 &[&tenant, &resource],
             )
             .await?;
-        Ok(rows
-            .iter()
-            .map(|row| GrantKey::new(tenant, resource, row.get::<_, String>(0)))
-            .collect())
+        rows.iter()
+            .map(|row| {
+                let issuer: String = column(row, "issuer")
+                    .map_err(|why| unreadable(&format!("a grant row of tenant {tenant:?}"), why))?;
+                Ok(GrantKey::new(tenant, resource, issuer))
+            })
+            .collect()
     }
 
     async fn purge(&self, tenant: &str, resource: &str) -> Result<usize, StoreError> {
@@ -622,10 +682,15 @@ impl PostgresCredentialStore {
                 &[&key.tenant, &key.resource, &key.issuer],
             )
             .await?;
-        Ok(rows
-            .first()
-            .map(|row| GrantVersion::new(u64::try_from(row.get::<_, i64>(0)).unwrap_or(0))))
+        rows.first().map(|row| version_of(key, row)).transpose()
     }
+}
+
+/// The version in the first column of a row about `key`.
+fn version_of(key: &GrantKey, row: &tokio_postgres::Row) -> Result<GrantVersion, StoreError> {
+    let version: i64 = column(row, "version")
+        .map_err(|why| unreadable(&format!("the grant row of {key}"), why))?;
+    Ok(GrantVersion::new(u64::try_from(version).unwrap_or(0)))
 }
 
 #[cfg(test)]
