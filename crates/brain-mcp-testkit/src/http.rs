@@ -69,6 +69,7 @@ impl TestServer {
             Stats::default(),
         );
         kit.bearers = options.bearer.clone().map(Bearers::new);
+        kit.hold_discover = options.hold_discover;
         let kit = Arc::new(kit);
         let identity = options
             .tls
@@ -382,6 +383,11 @@ async fn observe(State(kit): State<Arc<Kit>>, request: Request, next: Next) -> R
 
     let method = message.get("method").and_then(Value::as_str);
     if kit.era == Era::Legacy && method == Some("server/discover") {
+        if kit.hold_discover {
+            // Some servers never answer a method they do not know.
+            kit.shutdown.cancelled().await;
+            return (StatusCode::SERVICE_UNAVAILABLE, "shutting down").into_response();
+        }
         // A server from before 2026 has never heard of server/discover.
         if let Some(id) = message.get("id") {
             return method_not_found(id);

@@ -91,6 +91,10 @@ pub struct ServerOptions {
     /// ([`TestServer::ca_pem`](crate::TestServer::ca_pem)) for `127.0.0.1` and
     /// `localhost`, offering HTTP/2 by ALPN or not. Default `None`: plain HTTP/1.1.
     pub tls: Option<crate::Tls>,
+    /// In the [`Era::Legacy`] era: hold `server/discover` open and never answer it (as
+    /// some servers treat a method they do not know), instead of refusing it with
+    /// `-32601`; `initialize` is still answered at once. Default `false`.
+    pub hold_discover: bool,
 }
 
 /// How a protected test server checks bearers and issues tokens.
@@ -136,6 +140,7 @@ impl Default for ServerOptions {
             extra_tools: 0,
             bearer: None,
             tls: None,
+            hold_discover: false,
         }
     }
 }

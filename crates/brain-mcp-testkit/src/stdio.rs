@@ -41,6 +41,8 @@ pub struct StdioOptions {
     pub page_size: Option<usize>,
     /// Extra generated tools (`--extra-tools`).
     pub extra_tools: usize,
+    /// In the legacy era, never answer `server/discover` (`--hold-discover`).
+    pub hold_discover: bool,
 }
 
 impl StdioOptions {
@@ -207,6 +209,10 @@ impl StdioTransport {
         let id = message.get("id");
         let method = message.get("method").and_then(Value::as_str);
         match (self.kit.era, method, id) {
+            (Era::Legacy, Some("server/discover"), Some(_)) if self.options.hold_discover => {
+                // Some servers never answer a method they do not know.
+                return Ok(Some(()));
+            }
             (Era::Legacy, Some("server/discover"), Some(id)) => {
                 // A server from before 2026 has never heard of server/discover.
                 let answer = error_response(id, -32601, "Method not found", None);

@@ -66,6 +66,8 @@ pub(crate) struct Kit {
     pub(crate) bearers: Option<crate::bearer::Bearers>,
     /// The tasks of the task tools.
     pub(crate) tasks: Tasks,
+    /// Legacy era: `server/discover` is held open, never answered.
+    pub(crate) hold_discover: bool,
 }
 
 impl Kit {
@@ -83,6 +85,7 @@ impl Kit {
             shutdown: CancellationToken::new(),
             bearers: None,
             tasks: Tasks::default(),
+            hold_discover: false,
         }
     }
 

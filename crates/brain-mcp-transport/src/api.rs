@@ -38,7 +38,7 @@ pub enum ServerRequestPolicy {
     AcceptElicitationDefaults,
 }
 
-/// The protocol era that served a call.
+/// The protocol era that served a call (or that a binding pins).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Era {
@@ -46,6 +46,17 @@ pub enum Era {
     Legacy,
     /// The 2026-07-28 stateless lifecycle: one self-contained request per call.
     Modern,
+}
+
+impl Era {
+    /// The era's newest protocol version: `2025-11-25` or `2026-07-28`, as a binding's
+    /// `era` field names it.
+    pub fn protocol_version(self) -> &'static str {
+        match self {
+            Era::Legacy => "2025-11-25",
+            Era::Modern => "2026-07-28",
+        }
+    }
 }
 
 /// One `tools/call`.
@@ -84,6 +95,12 @@ pub struct CallRequest {
     pub tasks: bool,
     /// What the transport saw of the call (for telemetry), filled in as the call runs.
     pub report: CallReport,
+    /// The era the call's binding pins (its `era` field, as discovery found it): the
+    /// call speaks it without probing, and a server that no longer speaks it fails the
+    /// call (`protocol`, `not_sent`, naming the field). A client whose options force an
+    /// era (`ClientOptions::era`) speaks that one instead.
+    /// `None`: the client's preference.
+    pub era: Option<Era>,
     /// The one resend the call's `tools/call` may get, shared by every attempt of the
     /// call (clones of the request share it).
     pub(crate) resend: ResendBudget,
@@ -224,9 +241,16 @@ impl CallRequest {
             authorization: None,
             tasks: true,
             report: CallReport::default(),
+            era: None,
             resend: ResendBudget::default(),
             trace: JsonObject::new(),
         }
+    }
+
+    /// Pins the protocol era of the call (see [`Self::era`]).
+    pub fn era(mut self, era: Era) -> Self {
+        self.era = Some(era);
+        self
     }
 
     /// Lets the server run the call as a task (2026-07-28), or not (see [`Self::tasks`]).

@@ -78,6 +78,28 @@ impl ResultContent {
     }
 }
 
+/// The protocol era an MCP binding pins (`era`), as discovery found it: calls speak it
+/// without probing the server, and a server that no longer speaks it fails the call with
+/// an error naming the field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum McpEra {
+    /// `"2025-11-25"`: the initialize lifecycle (protocol versions up to 2025-11-25).
+    Legacy,
+    /// `"2026-07-28"`: the stateless lifecycle.
+    Modern,
+}
+
+impl McpEra {
+    /// As written in a config: `2025-11-25`, `2026-07-28`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            McpEra::Legacy => "2025-11-25",
+            McpEra::Modern => "2026-07-28",
+        }
+    }
+}
+
 impl ToolBinding {
     /// A binding with the given essentials and every optional field at its default.
     pub fn new(
@@ -133,15 +155,18 @@ pub struct McpTarget {
     /// Whether the server may run a call as a task (`tasks`, the 2026-07-28 tasks
     /// extension), which the call then waits for within its timeout; true unless set.
     pub tasks: bool,
+    /// The protocol era the binding pins (`era`); `None`: the client finds it out.
+    pub era: Option<McpEra>,
 }
 
 impl McpTarget {
-    /// An MCP target (tasks allowed).
+    /// An MCP target (tasks allowed, no era pinned).
     pub fn new(server: McpServer, mcp_tool: impl Into<String>) -> Self {
         Self {
             server,
             mcp_tool: mcp_tool.into(),
             tasks: true,
+            era: None,
         }
     }
 }

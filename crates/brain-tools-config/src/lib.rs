@@ -56,8 +56,8 @@ pub use auth::{
 };
 pub use binding::{
     DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_SECONDS, EnvValue, HostConfig, HttpTarget,
-    JsonObject, MAX_MAX_OUTPUT_BYTES, MAX_TIMEOUT_SECONDS, McpServer, McpTarget, ResultContent,
-    StdioCommand, Target, ToolBinding,
+    JsonObject, MAX_MAX_OUTPUT_BYTES, MAX_TIMEOUT_SECONDS, McpEra, McpServer, McpTarget,
+    ResultContent, StdioCommand, Target, ToolBinding,
 };
 pub use error::{ConfigError, ConfigErrors, Problem, Warning, WarningKind};
 pub use load::{Loaded, MAX_CONFIG_BYTES};

@@ -10,8 +10,8 @@ use serde_json::Value;
 use crate::{
     binding::{
         DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_SECONDS, EnvValue, HostConfig, HttpTarget,
-        JsonObject, MAX_MAX_OUTPUT_BYTES, MAX_TIMEOUT_SECONDS, McpServer, McpTarget, ResultContent,
-        StdioCommand, Target, ToolBinding,
+        JsonObject, MAX_MAX_OUTPUT_BYTES, MAX_TIMEOUT_SECONDS, McpEra, McpServer, McpTarget,
+        ResultContent, StdioCommand, Target, ToolBinding,
     },
     error::{ConfigError, ConfigErrors, Problem, Warning, WarningKind},
     parse::{Duplicate, parse},
@@ -53,8 +53,11 @@ const BINDING_FIELDS: &[&str] = &[
     "max_output_bytes",
     "result_content",
     "tasks",
+    "era",
     "inspect_session",
 ];
+/// The values of `era`.
+const ERAS: &[&str] = &["2025-11-25", "2026-07-28"];
 /// The values of `result_content`.
 const RESULT_CONTENT: &[&str] = &["once", "both", "structured", "content"];
 const COMMAND_FIELDS: &[&str] = &["program", "args", "env", "cwd", "inherit_env"];
@@ -399,9 +402,11 @@ impl Loader<'_> {
         );
         let result_content = self.result_content(&fields);
         let tasks = self.tasks(&fields);
+        let era = self.era(&fields);
         let mut target = self.target(&fields);
-        if let (Some(Target::Mcp(mcp)), Some(tasks)) = (&mut target, tasks) {
+        if let (Some(Target::Mcp(mcp)), Some(tasks), Some(era)) = (&mut target, tasks, era) {
             mcp.tasks = tasks;
+            mcp.era = era;
         }
 
         if self.errors.len() > errors_before {
@@ -437,6 +442,35 @@ impl Loader<'_> {
             return None;
         }
         self.optional_bool(fields, "tasks")
+    }
+
+    /// `era`: one of [`ERAS`], on an MCP binding; `None` when absent.
+    fn era(&mut self, fields: &Fields<'_>) -> Option<Option<McpEra>> {
+        if !fields.object.contains_key("era") {
+            return Some(None);
+        }
+        let path = fields.at("era");
+        let tool = fields.tool.as_deref();
+        if !fields.object.contains_key("mcp_tool") {
+            self.error(
+                &path,
+                tool,
+                Problem::NotApplicable {
+                    reason: "applies to MCP bindings only",
+                    fix: "remove it",
+                },
+            );
+            return None;
+        }
+        let value = self.optional_string(fields, "era")?;
+        match value.as_str() {
+            "2025-11-25" => Some(Some(McpEra::Legacy)),
+            "2026-07-28" => Some(Some(McpEra::Modern)),
+            _ => {
+                self.error(&path, tool, Problem::NotOneOf { allowed: ERAS });
+                None
+            }
+        }
     }
 
     /// `result_content`: one of [`RESULT_CONTENT`], on an MCP binding; `once` when absent.
@@ -1248,8 +1282,12 @@ fn suggest(key: &str, known: &'static [&'static str]) -> Option<&'static str> {
     let wanted = normalize(key);
     known
         .iter()
-        .map(|field| (field, edit_distance(&wanted, &normalize(field))))
-        .filter(|(_, distance)| *distance <= 2)
+        .map(|field| (field, normalize(field)))
+        // At most two edits, and fewer than half of a short field's letters ("extra" is
+        // no typo of "era").
+        .map(|(field, known)| (field, edit_distance(&wanted, &known), known.len()))
+        .filter(|(_, distance, len)| *distance <= 2 && distance * 2 < *len)
+        .map(|(field, distance, _)| (field, distance))
         .min_by_key(|(_, distance)| *distance)
         .map(|(field, _)| *field)
 }
@@ -1304,5 +1342,7 @@ mod tests {
         assert_eq!(suggest("tenant", BINDING_FIELDS), Some("tenants"));
         assert_eq!(suggest("mcptool", BINDING_FIELDS), Some("mcp_tool"));
         assert_eq!(suggest("zzz", BINDING_FIELDS), None);
+        assert_eq!(suggest("extra", BINDING_FIELDS), None);
+        assert_eq!(suggest("eras", BINDING_FIELDS), Some("era"));
     }
 }

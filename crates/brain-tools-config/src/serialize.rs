@@ -1,6 +1,7 @@
 //! Bindings back to the spec's JSON shape, fields in the spec's order:
 //! name, description, input_schema, output_schema, url (or command), mcp_tool, token_env,
-//! auth, tenants, timeout_seconds, max_output_bytes, result_content, tasks, inspect_session.
+//! auth, tenants, timeout_seconds, max_output_bytes, result_content, tasks, era,
+//! inspect_session.
 
 use serde::{Serialize, Serializer, ser::SerializeMap};
 
@@ -21,7 +22,7 @@ impl Serialize for ToolBinding {
         if let Some(output_schema) = &self.output_schema {
             map.serialize_entry("output_schema", output_schema)?;
         }
-        let (token_env, auth, inspect_session, tasks) = match &self.target {
+        let (token_env, auth, inspect_session, tasks, era) = match &self.target {
             Target::Mcp(mcp) => {
                 let (token_env, auth) = match &mcp.server {
                     McpServer::Http {
@@ -38,11 +39,11 @@ impl Serialize for ToolBinding {
                     }
                 };
                 map.serialize_entry("mcp_tool", &mcp.mcp_tool)?;
-                (token_env, auth, None, mcp.tasks)
+                (token_env, auth, None, mcp.tasks, mcp.era)
             }
             Target::Http(http) => {
                 map.serialize_entry("url", &http.url)?;
-                (&http.token_env, &None, http.inspect_session, true)
+                (&http.token_env, &None, http.inspect_session, true, None)
             }
         };
         if let Some(token_env) = token_env {
@@ -59,6 +60,9 @@ impl Serialize for ToolBinding {
         }
         if !tasks {
             map.serialize_entry("tasks", &false)?;
+        }
+        if let Some(era) = era {
+            map.serialize_entry("era", era.as_str())?;
         }
         if let Some(inspect_session) = inspect_session {
             map.serialize_entry("inspect_session", &inspect_session)?;

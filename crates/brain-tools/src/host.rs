@@ -15,9 +15,9 @@ use std::{
 
 use brain_mcp_transport::{
     Authorization, CallError, CallReport, CallRequest, ClientBuildError, ClientOptions, Endpoint,
-    Grant, McpClient, PROGRESS_QUEUE, Progress, ProgressReceiver, Secret, progress_channel,
+    Era, Grant, McpClient, PROGRESS_QUEUE, Progress, ProgressReceiver, Secret, progress_channel,
 };
-use brain_tools_config::{HostConfig, JsonObject, McpServer, Target, ToolBinding};
+use brain_tools_config::{HostConfig, JsonObject, McpEra, McpServer, Target, ToolBinding};
 use brain_tools_events::{
     CallHeader, Delivery, ErrorKind, McpResult, ResultContent, ResultEvent, ToolError, ToolEvent,
 };
@@ -593,6 +593,12 @@ impl ToolHost {
                 if let Some(grant) = grant {
                     secrets.extend(grant_secrets(&grant));
                     request = request.authorization(Authorization::new(&scope.tenant_id, grant));
+                }
+                if let Some(era) = mcp.era {
+                    request = request.era(match era {
+                        McpEra::Legacy => Era::Legacy,
+                        _ => Era::Modern,
+                    });
                 }
                 sent.store(true, Ordering::Relaxed);
                 let call = std::pin::pin!(self.inner.client.call(request));

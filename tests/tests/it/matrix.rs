@@ -280,6 +280,8 @@ struct Fixtures {
     oauth: BTreeMap<&'static str, brain_mcp_testkit::oauth::Servers>,
     /// OAuth resource and authorization servers of the shared-grant rows, by case.
     grants: BTreeMap<grants::Case, brain_mcp_testkit::oauth::Servers>,
+    /// A 2025-11-25 server that never answers `server/discover` (the era probe).
+    holding: TestServer,
     pidfile: PathBuf,
     setsid_pidfile: PathBuf,
     setsid_dying_pidfile: PathBuf,
@@ -613,7 +615,15 @@ impl Fixtures {
         let file = |what: &str| {
             std::env::temp_dir().join(format!("brain-matrix-{}-{what}", std::process::id()))
         };
+        let holding = TestServer::start(ServerOptions {
+            era: Era::Legacy,
+            hold_discover: true,
+            ..ServerOptions::default()
+        })
+        .await
+        .unwrap();
         Self {
+            holding,
             refused_url: refused.url(),
             _refused: refused,
             reset_url,
@@ -1613,6 +1623,23 @@ fn rows(fx: &Fixtures, servers: &Servers) -> Vec<Row> {
             fx,
             e(Timeout, NotSent),
         ),
+        row(
+            "a 2025-11-25 server that never answers the era probe (server/discover)",
+            "http",
+            "legacy",
+            http(&fx.holding.url(), "echo"),
+            json!({"message": "hi"}),
+            None,
+        ),
+        row(
+            "a binding that pins 2026-07-28, on a server that speaks 2025-11-25 only",
+            "http",
+            "legacy",
+            with(http(legacy, "echo"), "era", json!("2026-07-28")),
+            json!({"message": "hi"}),
+            e(Protocol, NotSent),
+        )
+        .contains("pins; remove the field"),
     ]
 }
 
@@ -2174,6 +2201,8 @@ row_tests! {
     r104 = 104,
     r105 = 105,
     r106 = 106,
+    r107 = 107,
+    r108 = 108,
 }
 
 /// Builds the testkit binaries once per test run.

@@ -15,7 +15,7 @@ use brain_mcp_testkit::{BearerOptions, ServerOptions, TestServer};
 use tokio::io::AsyncReadExt;
 
 const USAGE: &str = "usage: brain-mcp-testkit-http [--era legacy|modern|both] [--no-nodelay] [--json-response] \
-[--page-size N] [--extra-tools N] [--no-call-details] [--protected] [--tls h1|h2 --ca-out PATH]";
+[--page-size N] [--extra-tools N] [--no-call-details] [--protected] [--tls h1|h2 --ca-out PATH] [--hold-discover]";
 
 fn main() -> ExitCode {
     match run() {
@@ -45,6 +45,7 @@ fn run() -> Result<(), String> {
                 options.era = era.parse()?;
             }
             "--no-nodelay" => options.tcp_nodelay = false,
+            "--hold-discover" => options.hold_discover = true,
             "--json-response" => options.json_response = true,
             "--page-size" => options.page_size = Some(number(&mut args, "--page-size")?),
             "--extra-tools" => options.extra_tools = number(&mut args, "--extra-tools")?,

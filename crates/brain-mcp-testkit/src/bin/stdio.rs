@@ -62,6 +62,7 @@ fn run() -> Result<ExitCode, String> {
                 eprintln!("{name}={}", std::env::var(&name).unwrap_or_default());
             }
             "--garbage-stdout" => options.garbage_stdout = true,
+            "--hold-discover" => options.hold_discover = true,
             "--flood-stderr" => options.flood_stderr = true,
             "--ignore-stdin-close" => options.ignore_stdin_close = true,
             "--exit-mid-call" => options.exit_mid_call = true,

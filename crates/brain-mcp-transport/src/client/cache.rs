@@ -196,6 +196,9 @@ impl Cache {
 pub(super) struct ModernSlot {
     current: Mutex<Option<Arc<ModernClient>>>,
     opening: tokio::sync::Mutex<()>,
+    /// The server turned out not to speak 2026-07-28: calls that waited for the open
+    /// fall back at once, without probing again.
+    legacy: std::sync::atomic::AtomicBool,
 }
 
 impl ModernSlot {
@@ -221,13 +224,15 @@ impl ModernSlot {
         self.current().is_some()
     }
 
-    /// The slot's client, opening it (once, however many calls ask at the same time).
+    /// The slot's client, opening it (once, however many calls ask at the same time);
+    /// `probe_until` as [`ModernClient::open`] takes it.
     pub(super) async fn get(
         slot: &Arc<Self>,
         shared: &Shared,
         endpoint: &HttpEndpoint,
         deadline: Instant,
         cancel: &CancellationToken,
+        probe_until: Option<Instant>,
     ) -> Result<Arc<ModernClient>, OpenError> {
         if let Some(current) = slot.current() {
             return Ok(current);
@@ -244,13 +249,28 @@ impl ModernSlot {
         if let Some(current) = slot.current() {
             return Ok(current);
         }
-        let opened =
-            ModernClient::open(shared, endpoint, deadline, cancel, DEFAULT_DISCOVERY_BYTES)
-                .instrument(tracing::info_span!(
-                    "open",
-                    brain.context = "2026-07-28 client"
-                ))
-                .await?;
+        if slot.legacy.load(std::sync::atomic::Ordering::Acquire) {
+            return Err(OpenError::Legacy);
+        }
+        let opened = ModernClient::open(
+            shared,
+            endpoint,
+            deadline,
+            cancel,
+            DEFAULT_DISCOVERY_BYTES,
+            probe_until,
+        )
+        .instrument(tracing::info_span!(
+            "open",
+            brain.context = "2026-07-28 client"
+        ))
+        .await
+        .inspect_err(|error| {
+            if matches!(error, OpenError::Legacy) {
+                slot.legacy
+                    .store(true, std::sync::atomic::Ordering::Release);
+            }
+        })?;
         *slot.current.lock().unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(&opened));
         Ok(opened)
     }

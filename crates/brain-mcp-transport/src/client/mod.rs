@@ -589,6 +589,7 @@ impl McpClient {
             &request.cancel,
             purpose,
             &request.trace,
+            self.era_choice(request.era),
         ))
         .await?;
         let source = match opened {
@@ -616,7 +617,7 @@ impl McpClient {
             Endpoint::Http(http) => {
                 http.check()?;
                 let key = ServerKey::of(http);
-                let legacy = match inner.options.era {
+                let legacy = match self.era_choice(request.era).preference {
                     EraPreference::Legacy => true,
                     EraPreference::Modern => false,
                     _ => matches!(inner.cache.lookup(&key), Some(Known::Legacy)),
@@ -708,6 +709,7 @@ impl McpClient {
                         shared.max_response_bytes,
                         budget,
                         &JsonObject::new(),
+                        client.era_choice(None),
                     )
                     .await
                     .map(Warm::Stdio),
@@ -794,6 +796,7 @@ impl McpClient {
                     budget: request.max_bytes,
                 },
                 &telemetry::trace_meta(),
+                self.era_choice(None),
             )
             .await?;
         let era = opened.era();
@@ -819,7 +822,27 @@ impl McpClient {
         })
     }
 
-    /// Opens an MCP context on the endpoint, in the era the options and the server allow.
+    /// The era an operation speaks: the client's, when its options force one; else the
+    /// one the operation's binding pins (no probe); else found out (automatic).
+    fn era_choice(&self, pinned: Option<Era>) -> EraChoice {
+        let forced = self.inner.options.era != EraPreference::Auto;
+        match pinned.filter(|_| !forced) {
+            Some(Era::Legacy) => EraChoice {
+                preference: EraPreference::Legacy,
+                pinned: true,
+            },
+            Some(Era::Modern) => EraChoice {
+                preference: EraPreference::Modern,
+                pinned: true,
+            },
+            None => EraChoice {
+                preference: self.inner.options.era,
+                pinned: false,
+            },
+        }
+    }
+
+    /// Opens an MCP context on the endpoint, in the era `era` and the server allow.
     /// `trace`: the trace context of the operation, for the requests of a context opened
     /// for it alone (a session, a process; a shared client is not).
     async fn open(
@@ -829,6 +852,7 @@ impl McpClient {
         cancel: &CancellationToken,
         purpose: Purpose,
         trace: &JsonObject,
+        era: EraChoice,
     ) -> Result<Opened, CallError> {
         let shared = &self.inner.shared;
         let http = match endpoint {
@@ -847,6 +871,7 @@ impl McpClient {
                         line_limit,
                         purpose.non_call_budget(),
                         trace,
+                        era,
                     )
                     .instrument(tracing::info_span!("open", brain.context = "process"))
                     .await
@@ -855,25 +880,30 @@ impl McpClient {
             Endpoint::Http(http) => http,
         };
         http.check()?;
-        let era = self.inner.options.era;
-        if era != EraPreference::Legacy {
+        let probe = era.preference == EraPreference::Auto;
+        if era.preference != EraPreference::Legacy {
             let modern = match purpose {
                 Purpose::Call { .. } => self
-                    .modern_client(http, deadline, cancel)
-                    .await?
+                    .modern_client(http, deadline, cancel, probe)
+                    .await
+                    .map_err(|error| era.explain(error, Era::Modern))?
                     .map(Opened::Shared),
                 Purpose::Discovery { budget } => self
-                    .fresh_modern_client(http, deadline, cancel, budget)
+                    .fresh_modern_client(http, deadline, cancel, budget, probe)
                     .instrument(tracing::info_span!(
                         "open",
                         brain.context = "2026-07-28 client"
                     ))
-                    .await?
+                    .await
+                    .map_err(|error| era.explain(error, Era::Modern))?
                     .map(Opened::Owned),
             };
             match modern {
                 Some(opened) => return Ok(opened),
-                None if era == EraPreference::Modern => return Err(modern::not_modern()),
+                None if era.pinned => return Err(no_longer_speaks(Era::Modern)),
+                None if era.preference == EraPreference::Modern => {
+                    return Err(modern::not_modern());
+                }
                 None => {}
             }
         }
@@ -888,11 +918,13 @@ impl McpClient {
         .instrument(tracing::info_span!("open", brain.context = "session"))
         .await
         .map(Opened::Legacy)
+        .map_err(|error| era.explain(error, Era::Legacy))
     }
 
-    /// A stdio server, started in the era the options say; in the automatic era, a
-    /// server that only speaks 2026-07-28 is started again in that era, and what each
-    /// command speaks is remembered.
+    /// A stdio server, started in the era `era` says; in the automatic era, a server
+    /// that only speaks 2026-07-28 is started again in that era. What each command
+    /// speaks is remembered (the warm pool starts the next process in it).
+    #[allow(clippy::too_many_arguments)]
     async fn open_stdio(
         &self,
         endpoint: &StdioEndpoint,
@@ -901,11 +933,12 @@ impl McpClient {
         line_limit: usize,
         non_call_budget: usize,
         trace: &JsonObject,
+        choice: EraChoice,
     ) -> Result<stdio::Session, CallError> {
         let shared = &self.inner.shared;
         let cache = &self.inner.cache;
-        let auto = self.inner.options.era == EraPreference::Auto;
-        let era = match self.inner.options.era {
+        let auto = choice.preference == EraPreference::Auto;
+        let era = match choice.preference {
             EraPreference::Modern => Era::Modern,
             EraPreference::Legacy => Era::Legacy,
             EraPreference::Auto => cache.stdio_era(endpoint).unwrap_or(Era::Legacy),
@@ -927,21 +960,25 @@ impl McpClient {
             other => other,
         };
         let session = opened.map_err(|opening| match opening {
-            Opening::Failed(error) => error,
+            Opening::Failed(error) => choice.explain(error, era),
+            Opening::ModernOnly if choice.pinned => no_longer_speaks(Era::Legacy),
             Opening::ModernOnly => stdio::modern_only(),
         })?;
-        if auto {
+        if auto || choice.pinned {
             cache.remember_stdio_era(endpoint, session.era());
         }
         Ok(session)
     }
 
     /// The long-lived 2026-07-28 client for a server, or `None` if the server is legacy.
+    /// `probe`: the era is being found out (automatic), so an unanswered `server/discover`
+    /// is given up on early ([`modern::probe_deadline`]).
     async fn modern_client(
         &self,
         endpoint: &HttpEndpoint,
         deadline: Instant,
         cancel: &CancellationToken,
+        probe: bool,
     ) -> Result<Option<Arc<ModernClient>>, CallError> {
         let cache = &self.inner.cache;
         let key = ServerKey::of(endpoint);
@@ -950,7 +987,16 @@ impl McpClient {
             Some(Known::Modern(slot)) => slot,
             None => cache.remember(key.clone(), Known::Modern(Arc::default())),
         };
-        match ModernSlot::get(&slot, &self.inner.shared, endpoint, deadline, cancel).await {
+        let probe_until = probe.then(|| modern::probe_deadline(deadline));
+        let opened = ModernSlot::get(
+            &slot,
+            &self.inner.shared,
+            endpoint,
+            deadline,
+            cancel,
+            probe_until,
+        );
+        match opened.await {
             Ok(client) => Ok(Some(client)),
             Err(OpenError::Legacy) => {
                 cache.remember(key, Known::Legacy);
@@ -971,6 +1017,7 @@ impl McpClient {
         deadline: Instant,
         cancel: &CancellationToken,
         non_call_budget: usize,
+        probe: bool,
     ) -> Result<Option<Arc<ModernClient>>, CallError> {
         let cache = &self.inner.cache;
         let key = ServerKey::of(endpoint);
@@ -983,6 +1030,7 @@ impl McpClient {
             deadline,
             cancel,
             non_call_budget,
+            probe.then(|| modern::probe_deadline(deadline)),
         )
         .await
         {
@@ -1061,6 +1109,46 @@ impl McpClient {
     pub fn forget_servers(&self) {
         self.inner.cache.clear();
     }
+}
+
+/// The era an operation speaks (see [`McpClient::era_choice`]).
+#[derive(Debug, Clone, Copy)]
+struct EraChoice {
+    preference: EraPreference,
+    /// Pinned by the operation's binding (its `era` field): no probe, and a server that
+    /// no longer speaks it is an error naming the field, never a silent probe.
+    pinned: bool,
+}
+
+impl EraChoice {
+    /// A context that could not be opened in a pinned era because the server refused
+    /// the handshake (it answered): the error says which field pinned the era.
+    fn explain(self, error: CallError, era: Era) -> CallError {
+        let refused = error.is_an_answer()
+            || matches!(error.kind(), ErrorKind::Protocol | ErrorKind::HttpStatus);
+        if self.pinned && refused {
+            error.with_detail_suffix(&format!(
+                "; the binding's \"era\" pins {}: if the server moved to another era, remove \
+                 the field (or run discovery again) to let the client find it",
+                era.protocol_version()
+            ))
+        } else {
+            error
+        }
+    }
+}
+
+/// The error when a server does not speak the era its binding pins.
+fn no_longer_speaks(era: Era) -> CallError {
+    CallError::new(
+        ErrorKind::Protocol,
+        Delivery::NotSent,
+        format!(
+            "the server does not speak protocol {}, which the binding's \"era\" pins; remove \
+             the field (or run discovery again) to let the client find the era",
+            era.protocol_version()
+        ),
+    )
 }
 
 /// Whether a call that failed `not_sent` on a warm context goes again on a fresh one:

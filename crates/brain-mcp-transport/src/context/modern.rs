@@ -53,6 +53,19 @@ pub(crate) fn not_modern() -> CallError {
     )
 }
 
+/// The longest the era probe (`server/discover`) may go unanswered before a server is
+/// taken for one from before 2026 (some never answer a method they do not know).
+pub(crate) const PROBE_BOUND: Duration = Duration::from_secs(3);
+
+/// When the era probe of an operation that must be over by `deadline` gives up: after
+/// [`PROBE_BOUND`] or a third of the time left, whichever is shorter, so that the
+/// fallback to `initialize` still has most of the operation's time.
+pub(crate) fn probe_deadline(deadline: Instant) -> Instant {
+    let now = Instant::now();
+    let left = deadline.saturating_duration_since(now);
+    now + PROBE_BOUND.min(left / 3)
+}
+
 /// A long-lived 2026-07-28 client of one server.
 #[derive(Debug)]
 pub(crate) struct ModernClient {
@@ -71,13 +84,16 @@ impl Drop for ModernClient {
 }
 
 impl ModernClient {
-    /// Opens a client with `server/discover`, within the deadline.
+    /// Opens a client with `server/discover`, within the deadline. `probe_until`: when
+    /// the era is being probed (automatic), how long an unanswered `server/discover` is
+    /// waited for before the server is taken for a legacy one ([`probe_deadline`]).
     pub(crate) async fn open(
         shared: &Shared,
         endpoint: &HttpEndpoint,
         deadline: Instant,
         cancel: &CancellationToken,
         non_call_budget: usize,
+        probe_until: Option<Instant>,
     ) -> Result<Arc<Self>, OpenError> {
         let endpoint_for_errors = &Endpoint::Http(endpoint.clone());
         let registry = Arc::new(Registry::default());
@@ -104,9 +120,16 @@ impl ModernClient {
         ));
         // Until the client is open, a failed or dropped open ends its requests.
         let opening = lifetime.drop_guard();
+        let until = probe_until.map_or(deadline, |probe| probe.min(deadline));
         let opened = tokio::select! {
             opened = serving => opened,
-            () = tokio::time::sleep_until(deadline) => {
+            () = tokio::time::sleep_until(until) => {
+                // An unanswered probe: a server from before 2026 that holds a method it
+                // does not know. The operation falls back to `initialize`.
+                if until < deadline {
+                    tracing::debug!("server/discover went unanswered; trying initialize");
+                    return Err(OpenError::Legacy);
+                }
                 return Err(OpenError::Failed(CallError::new(ErrorKind::Timeout, Delivery::NotSent, "timed out")));
             }
             () = cancel.cancelled() => {

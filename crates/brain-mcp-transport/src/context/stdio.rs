@@ -224,18 +224,26 @@ fn handshake_error(
     endpoint: &Endpoint,
     detail: String,
 ) -> CallError {
-    let what = match error {
-        ClientInitializeError::JsonRpcError(data) => format!(
-            "{} refused the handshake with JSON-RPC error {}: {}",
-            endpoint.describe(),
-            data.code.0,
-            endpoint.quote(&data.message, 200)
+    let (what, refused) = match error {
+        ClientInitializeError::JsonRpcError(data) => (
+            format!(
+                "{} refused the handshake with JSON-RPC error {}: {}",
+                endpoint.describe(),
+                data.code.0,
+                endpoint.quote(&data.message, 200)
+            ),
+            true,
         ),
-        _ => format!("{} ended before its handshake", endpoint.describe()),
+        _ => (
+            format!("{} ended before its handshake", endpoint.describe()),
+            false,
+        ),
     };
-    CallError::new(
+    let error = CallError::new(
         ErrorKind::Connect,
         Delivery::NotSent,
         format!("{what}{detail}"),
-    )
+    );
+    // The server answered: a process started again would answer the same.
+    if refused { error.answered() } else { error }
 }

@@ -297,3 +297,60 @@ async fn a_dropped_call_still_ends_its_process() {
         assert_eq!(client.stats().background_tasks, 0, "{era}");
     }
 }
+
+#[tokio::test]
+async fn over_stdio_the_probe_is_initialize_which_servers_of_both_eras_answer() {
+    // A 2025-era server that would hold server/discover open is never sent it: the
+    // automatic era starts a process with initialize; a 2026-only one refuses that at
+    // once, and is started again in its era.
+    for (args, era) in [
+        (vec!["--era", "legacy", "--hold-discover"], Served::Legacy),
+        (vec!["--era", "modern"], Served::Modern),
+    ] {
+        let client = client(EraPreference::Auto);
+        let ran = run(
+            &client,
+            request(
+                &server(&args),
+                "echo",
+                json!({"message": "hi"}),
+                "c1",
+                Duration::from_secs(3),
+            ),
+        )
+        .await;
+        assert_eq!(ran.text(), "hi", "{args:?}");
+        assert_eq!(ran.outcome.as_ref().unwrap().era, era, "{args:?}");
+        client.shutdown(Duration::from_secs(10)).await;
+    }
+}
+
+#[tokio::test]
+async fn over_stdio_a_pinned_era_the_server_does_not_speak_names_the_field() {
+    for (args, pinned) in [
+        (vec!["--era", "modern"], Served::Legacy),
+        (vec!["--era", "legacy"], Served::Modern),
+    ] {
+        let client = client(EraPreference::Auto);
+        let ran = run(
+            &client,
+            request(
+                &server(&args),
+                "echo",
+                json!({}),
+                "c1",
+                Duration::from_secs(5),
+            )
+            .era(pinned),
+        )
+        .await;
+        let error = ran.error();
+        assert_eq!(error.delivery(), Delivery::NotSent, "{args:?}: {error}");
+        assert!(
+            error.detail().contains("the binding's \"era\" pins"),
+            "{args:?}: {}",
+            error.detail()
+        );
+        client.shutdown(Duration::from_secs(10)).await;
+    }
+}

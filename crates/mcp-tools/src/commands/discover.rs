@@ -2,7 +2,7 @@
 //! host config.
 
 use brain_tools::{ClientOptions, DiscoveredTool, Discovery, Era, ErrorKind};
-use brain_tools_config::{HostConfig, McpServer, McpTarget, Target, ToolBinding};
+use brain_tools_config::{HostConfig, McpEra, McpServer, McpTarget, Target, ToolBinding};
 
 use crate::{
     cli::DiscoverArgs,
@@ -211,7 +211,7 @@ fn output(
         );
     }
     let chosen: Vec<&DiscoveredTool> = chosen.indices.iter().map(|&i| &tools[i]).collect();
-    let bindings = bind(&chosen, server, tenants, args.prefix.as_deref());
+    let bindings = bind(&chosen, server, tenants, args.prefix.as_deref(), found.era);
 
     if let Some(path) = &args.merge {
         let original = config::read_bounded(path)?;
@@ -275,12 +275,14 @@ fn models(
 }
 
 /// Bindings for the chosen tools: named PREFIX + the server's name (cleaned when it is
-/// not a valid binding name), `mcp_tool` the server's name.
+/// not a valid binding name), `mcp_tool` the server's name, `era` the era the server was
+/// listed in (so that calls need not probe it).
 fn bind(
     tools: &[&DiscoveredTool],
     server: &McpServer,
     tenants: &[String],
     prefix: Option<&str>,
+    era: Era,
 ) -> Vec<ToolBinding> {
     let prefix = prefix.unwrap_or_default();
     let named: Vec<DiscoveredTool> = tools
@@ -294,7 +296,12 @@ fn bind(
     let named: Vec<&DiscoveredTool> = named.iter().collect();
     let mut bindings = brain_tools::bind_discovered(&named, server, tenants).bindings;
     for (binding, tool) in bindings.iter_mut().zip(tools) {
-        binding.target = Target::Mcp(McpTarget::new(server.clone(), tool.name.clone()));
+        let mut target = McpTarget::new(server.clone(), tool.name.clone());
+        target.era = Some(match era {
+            Era::Legacy => McpEra::Legacy,
+            _ => McpEra::Modern,
+        });
+        binding.target = Target::Mcp(target);
         let wanted = format!("{prefix}{}", tool.name);
         if binding.name != wanted {
             eprintln!(

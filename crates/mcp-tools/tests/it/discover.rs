@@ -27,7 +27,18 @@ async fn the_spec_command_line_prints_bindings_in_both_eras() {
         .await;
         assert_eq!(run.code, 0, "{era:?}: {}", run.stderr);
         assert!(!run.stdout.contains("sk-test-1234") && !run.stderr.contains("sk-test-1234"));
-        insta::assert_snapshot!("spec_command_line", redact(&run.stdout, &server));
+        // The era each binding pins is the one the server was listed in.
+        let (found, other) = match era {
+            Era::Legacy => ("\"era\": \"2025-11-25\"", "\"era\": \"2026-07-28\""),
+            _ => ("\"era\": \"2026-07-28\"", "\"era\": \"2025-11-25\""),
+        };
+        assert!(
+            run.stdout.contains(found) && !run.stdout.contains(other),
+            "{era:?}: {}",
+            run.stdout
+        );
+        let shown = redact(&run.stdout, &server).replace(found, "\"era\": \"ERA\"");
+        insta::assert_snapshot!("spec_command_line", shown);
         let seen = server.counters();
         assert_eq!(seen.method("tools/list"), 1, "{era:?}");
         if era == Era::Legacy {
@@ -266,4 +277,58 @@ async fn discovery_stops_at_its_byte_budget() {
     )
     .await;
     assert_eq!(run.code, 2, "{}", run.stderr);
+}
+
+#[tokio::test]
+async fn a_server_that_holds_the_era_probe_is_found_legacy_and_its_bindings_never_probe_again() {
+    // A 2025-era server that never answers server/discover, and answers initialize.
+    let server = brain_mcp_testkit::TestServer::start(brain_mcp_testkit::ServerOptions {
+        era: Era::Legacy,
+        hold_discover: true,
+        ..brain_mcp_testkit::ServerOptions::default()
+    })
+    .await
+    .unwrap();
+    let run = mcp_tools(
+        &["-url", &server.url(), "-tenant", "local", "-tools", "echo"],
+        &[],
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.elapsed < std::time::Duration::from_secs(30),
+        "the probe gave up within its bound, not at the discovery deadline"
+    );
+    let bindings: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(bindings[0]["era"], "2025-11-25", "{bindings}");
+    assert_eq!(server.counters().method("server/discover"), 1);
+
+    // Calls of the binding speak that era at once: no probe.
+    let dir = tempfile::tempdir().unwrap();
+    let path = crate::support::config(&dir, bindings);
+    for call in ["c1", "c2"] {
+        let run = mcp_tools(
+            &[
+                "call",
+                "--config",
+                &path,
+                "--tenant",
+                "local",
+                "--tool",
+                "echo",
+                "--args",
+                r#"{"message": "hi"}"#,
+                "--call",
+                call,
+                "--format",
+                "json",
+            ],
+            &[],
+        )
+        .await;
+        assert_eq!(run.code, 0, "{}", run.stderr);
+    }
+    let seen = server.counters();
+    assert_eq!(seen.method("server/discover"), 1, "no probe by the calls");
+    assert_eq!(seen.method("tools/call"), 2);
 }

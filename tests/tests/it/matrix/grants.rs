@@ -193,7 +193,7 @@ impl Case {
             dir,
             database,
             holder,
-            hung,
+            _hung: hung,
         }
     }
 
@@ -296,7 +296,7 @@ pub(super) struct Prepared {
     database: Option<Postgres>,
     holder: Option<tokio::task::JoinHandle<()>>,
     /// The listener of a database that never answers.
-    hung: Option<Hung>,
+    _hung: Option<Hung>,
 }
 
 /// A database that never answers, stopped when dropped.
