@@ -425,49 +425,51 @@ impl Loader<'_> {
         })
     }
 
-    /// `tasks`: a boolean, on an MCP binding; true when absent.
-    fn tasks(&mut self, fields: &Fields<'_>) -> Option<bool> {
-        if !fields.object.contains_key("tasks") {
-            return Some(true);
+    /// Whether `field` is present on an MCP binding: false when absent, and when present
+    /// on another binding (an error saying `fix`).
+    fn on_mcp_binding(&mut self, fields: &Fields<'_>, field: &str, fix: &'static str) -> bool {
+        if !fields.object.contains_key(field) {
+            return false;
         }
         if !fields.object.contains_key("mcp_tool") {
             self.error(
-                &fields.at("tasks"),
+                &fields.at(field),
                 fields.tool.as_deref(),
                 Problem::NotApplicable {
                     reason: "applies to MCP bindings only",
-                    fix: "remove it; for an HTTP tool, the host's executor decides how a call waits",
+                    fix,
                 },
             );
-            return None;
+            return false;
+        }
+        true
+    }
+
+    /// `tasks`: a boolean, on an MCP binding; true when absent.
+    fn tasks(&mut self, fields: &Fields<'_>) -> Option<bool> {
+        let fix = "remove it; for an HTTP tool, the host's executor decides how a call waits";
+        if !self.on_mcp_binding(fields, "tasks", fix) {
+            return (!fields.object.contains_key("tasks")).then_some(true);
         }
         self.optional_bool(fields, "tasks")
     }
 
     /// `era`: one of [`ERAS`], on an MCP binding; `None` when absent.
     fn era(&mut self, fields: &Fields<'_>) -> Option<Option<McpEra>> {
-        if !fields.object.contains_key("era") {
-            return Some(None);
-        }
-        let path = fields.at("era");
-        let tool = fields.tool.as_deref();
-        if !fields.object.contains_key("mcp_tool") {
-            self.error(
-                &path,
-                tool,
-                Problem::NotApplicable {
-                    reason: "applies to MCP bindings only",
-                    fix: "remove it",
-                },
-            );
-            return None;
+        if !self.on_mcp_binding(fields, "era", "remove it") {
+            return (!fields.object.contains_key("era")).then_some(None);
         }
         let value = self.optional_string(fields, "era")?;
         match value.as_str() {
             "2025-11-25" => Some(Some(McpEra::Legacy)),
             "2026-07-28" => Some(Some(McpEra::Modern)),
             _ => {
-                self.error(&path, tool, Problem::NotOneOf { allowed: ERAS });
+                let path = fields.at("era");
+                self.error(
+                    &path,
+                    fields.tool.as_deref(),
+                    Problem::NotOneOf { allowed: ERAS },
+                );
                 None
             }
         }
@@ -475,22 +477,12 @@ impl Loader<'_> {
 
     /// `result_content`: one of [`RESULT_CONTENT`], on an MCP binding; `once` when absent.
     fn result_content(&mut self, fields: &Fields<'_>) -> Option<ResultContent> {
-        if !fields.object.contains_key("result_content") {
-            return Some(ResultContent::Once);
+        let fix = "remove it; for an HTTP tool, the host's executor says what the model reads";
+        if !self.on_mcp_binding(fields, "result_content", fix) {
+            return (!fields.object.contains_key("result_content")).then_some(ResultContent::Once);
         }
         let path = fields.at("result_content");
         let tool = fields.tool.as_deref();
-        if !fields.object.contains_key("mcp_tool") {
-            self.error(
-                &path,
-                tool,
-                Problem::NotApplicable {
-                    reason: "applies to MCP bindings only",
-                    fix: "remove it; for an HTTP tool, the host's executor says what the model reads",
-                },
-            );
-            return None;
-        }
         let value = self.optional_string(fields, "result_content")?;
         match value.as_str() {
             "once" => Some(ResultContent::Once),
