@@ -14,12 +14,15 @@ pub const DEFAULT_MAX_OUTPUT_BYTES: u64 = 1_048_576;
 /// The largest accepted `max_output_bytes` (64 MiB).
 pub const MAX_MAX_OUTPUT_BYTES: u64 = 67_108_864;
 
-/// The part of a host config this crate owns: its tool bindings, in document order.
+/// The part of a host config this crate owns: its tool bindings, in document order, and
+/// the gateway that serves them to MCP clients, if the config has one.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[non_exhaustive]
 pub struct HostConfig {
     /// Every binding of the `tools` array, validated, with defaults filled in.
     pub tools: Vec<ToolBinding>,
+    /// The `gateway` object, validated, with defaults filled in.
+    pub gateway: Option<crate::gateway::GatewayConfig>,
 }
 
 /// One tool binding: the name a model sees, its schemas, who may call it, its limits,

@@ -303,6 +303,17 @@ pub enum Problem {
         /// The index of its first listing.
         first: usize,
     },
+    /// A gateway that names no way to know who calls (no issuers, no API keys).
+    NoCallerIdentity,
+    /// A listen address that is not `IP:PORT`.
+    BadListenAddress,
+    /// An origin that is not `scheme://host[:port]`.
+    BadOrigin,
+    /// A value listed twice where each must be unique.
+    Repeated {
+        /// The index of its first listing.
+        first: usize,
+    },
 }
 
 impl Problem {
@@ -432,6 +443,16 @@ impl Problem {
                 r#"list each scope as its own string, e.g. ["files:read", "files:write"]"#.into()
             }
             Problem::DuplicateScope { .. } => "remove the repeated scope".into(),
+            Problem::NoCallerIdentity => {
+                r#"add "issuers" (the authorization servers whose access tokens name the caller's tenant) or "api_keys" (a file of API keys: mcp-tools serve --new-key makes one)"#.into()
+            }
+            Problem::BadListenAddress => {
+                "write an IP address and a port, e.g. 127.0.0.1:8443 or [::1]:8443".into()
+            }
+            Problem::BadOrigin => {
+                "write the scheme, host and port as a browser sends them, e.g. https://app.example.com".into()
+            }
+            Problem::Repeated { .. } => "remove the repeated value".into(),
         }
     }
 }
@@ -568,6 +589,10 @@ impl Problem {
                 f.write_str("must be one scope, without spaces or control characters")
             }
             Problem::DuplicateScope { first } => write!(f, "repeats scopes[{first}]"),
+            Problem::NoCallerIdentity => f.write_str("names no way to know who calls"),
+            Problem::BadListenAddress => f.write_str("is not an address to listen on"),
+            Problem::BadOrigin => f.write_str("is not an origin"),
+            Problem::Repeated { first } => write!(f, "repeats [{first}]"),
         }
     }
 }

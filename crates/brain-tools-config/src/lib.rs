@@ -43,6 +43,7 @@
 mod auth;
 mod binding;
 mod error;
+mod gateway;
 mod load;
 mod parse;
 mod path;
@@ -60,5 +61,6 @@ pub use binding::{
     ResultContent, StdioCommand, Target, ToolBinding,
 };
 pub use error::{ConfigError, ConfigErrors, Problem, Warning, WarningKind};
+pub use gateway::{GatewayConfig, GatewayIssuer, GatewayLimits, GatewayTls};
 pub use load::{Loaded, MAX_CONFIG_BYTES};
 pub use schema::{CompiledSchema, SchemaError, SchemaViolation, compile_schema};

@@ -1,6 +1,7 @@
 //! Loading: bytes -> JSON -> validated bindings, collecting every problem on the way.
 
 mod auth;
+mod gateway;
 
 use std::{collections::HashMap, sync::LazyLock};
 
@@ -338,7 +339,10 @@ impl Loader<'_> {
             }
             bindings.extend(binding);
         }
-        HostConfig { tools: bindings }
+        HostConfig {
+            tools: bindings,
+            gateway: self.gateway(object.get("gateway")),
+        }
     }
 
     fn binding(&mut self, index: usize, path: &Path, value: &Value) -> Option<ToolBinding> {

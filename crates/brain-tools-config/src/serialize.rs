@@ -11,6 +11,7 @@ use crate::{
         SecretMethod, SigningAlgorithm, WorkloadIdentityAuth,
     },
     binding::{EnvValue, HostConfig, McpServer, ResultContent, StdioCommand, Target, ToolBinding},
+    gateway::GatewayConfig,
 };
 
 impl Serialize for ToolBinding {
@@ -208,8 +209,66 @@ fn workload_identity<M: SerializeMap>(
 
 impl Serialize for HostConfig {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(Some(1))?;
+        let mut map = serializer.serialize_map(None)?;
         map.serialize_entry("tools", &self.tools)?;
+        if let Some(gateway) = &self.gateway {
+            map.serialize_entry("gateway", gateway)?;
+        }
+        map.end()
+    }
+}
+
+/// Every field, defaults included, in the documented order.
+impl Serialize for GatewayConfig {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(resource) = &self.resource {
+            map.serialize_entry("resource", resource)?;
+        }
+        if let Some(listen) = &self.listen {
+            map.serialize_entry("listen", listen)?;
+        }
+        if !self.issuers.is_empty() {
+            let issuers: Vec<serde_json::Value> = self
+                .issuers
+                .iter()
+                .map(|issuer| {
+                    let mut object = serde_json::Map::new();
+                    object.insert("issuer".into(), issuer.issuer.clone().into());
+                    if let Some(jwks_uri) = &issuer.jwks_uri {
+                        object.insert("jwks_uri".into(), jwks_uri.clone().into());
+                    }
+                    object.into()
+                })
+                .collect();
+            map.serialize_entry("issuers", &issuers)?;
+        }
+        map.serialize_entry("tenant_claim", &self.tenant_claim)?;
+        map.serialize_entry("scopes", &self.scopes)?;
+        if let Some(api_keys) = &self.api_keys {
+            map.serialize_entry("api_keys", api_keys)?;
+        }
+        map.serialize_entry("allowed_origins", &self.allowed_origins)?;
+        map.serialize_entry("allowed_hosts", &self.allowed_hosts)?;
+        if let Some(tls) = &self.tls {
+            map.serialize_entry(
+                "tls",
+                &serde_json::json!({"cert": tls.cert, "key": tls.key}),
+            )?;
+        }
+        let limits = &self.limits;
+        map.serialize_entry(
+            "limits",
+            &serde_json::json!({
+                "calls_in_flight_per_tenant": limits.calls_in_flight_per_tenant,
+                "requests_per_minute_per_tenant": limits.requests_per_minute_per_tenant,
+                "max_body_bytes": limits.max_body_bytes,
+                "header_timeout_seconds": limits.header_timeout_seconds,
+                "idle_timeout_seconds": limits.idle_timeout_seconds,
+                "max_connections": limits.max_connections,
+                "drain_seconds": limits.drain_seconds,
+            }),
+        )?;
         map.end()
     }
 }

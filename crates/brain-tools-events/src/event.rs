@@ -140,6 +140,12 @@ pub struct ResultEvent {
     /// tool itself reported the error (its content is kept above).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<ToolError>,
+    /// The MCP `CallToolResult` as the server sent it, kept when the call asked for it
+    /// (`ToolCall::mcp_result` of `brain-tools`: a gateway hands it on to its own MCP
+    /// client as it came), in which case `content` is left empty. Not part of the
+    /// event's JSON.
+    #[serde(skip)]
+    pub mcp_result: Option<Value>,
 }
 
 impl ResultEvent {
@@ -150,6 +156,7 @@ impl ResultEvent {
             is_error,
             content,
             error: None,
+            mcp_result: None,
         }
     }
 
@@ -161,6 +168,7 @@ impl ResultEvent {
             is_error: true,
             content: vec![ContentBlock::text(error.message.clone())],
             error: Some(error),
+            mcp_result: None,
         }
     }
 

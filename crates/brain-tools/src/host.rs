@@ -466,6 +466,7 @@ impl ToolHost {
             cancel: CancellationToken::new(),
             deadline: None,
             sink: Arc::new(|_: ToolEvent| {}),
+            mcp_result: false,
         }
     }
 
@@ -479,6 +480,7 @@ impl ToolHost {
             cancel,
             deadline,
             sink,
+            mcp_result,
             ..
         } = call;
         let telemetry = &self.inner.telemetry;
@@ -494,7 +496,7 @@ impl ToolHost {
                 (&scope, &tool),
                 arguments,
                 (cancel, deadline),
-                &*sink,
+                (&*sink, mcp_result),
                 (&report, &sent),
             )
             .instrument(span.clone())
@@ -515,14 +517,15 @@ impl ToolHost {
         result
     }
 
-    /// The five steps. `report`: what the transport saw; `sent`: set once the call goes
-    /// to the MCP client.
+    /// The five steps. `keep`: the MCP result is kept as it came instead of converted
+    /// ([`ToolCall::mcp_result`]); `report`: what the transport saw; `sent`: set once the
+    /// call goes to the MCP client.
     async fn run(
         &self,
         (scope, tool): (&CallScope, &str),
         arguments: Value,
         (cancel, call_deadline): (CancellationToken, Option<Instant>),
-        sink: &dyn EventSink,
+        (sink, keep): (&dyn EventSink, bool),
         (report, sent): (&CallReport, &AtomicBool),
     ) -> ResultEvent {
         let header = scope.header(tool);
@@ -604,7 +607,14 @@ impl ToolHost {
                 let call = std::pin::pin!(self.inner.client.call(request));
                 let outcome = stream(call, progress_rx, &header, sink).await;
                 outcome
-                    .map(|outcome| McpResult::convert(&outcome.result, result_content(&binding)))
+                    .map(|outcome| {
+                        if keep {
+                            Kept::Raw(outcome.result)
+                        } else {
+                            let form = result_content(&binding);
+                            Kept::Converted(McpResult::convert(&outcome.result, form))
+                        }
+                    })
                     .map_err(|error| {
                         let login = Login {
                             config: &self.inner.config_path,
@@ -649,7 +659,7 @@ impl ToolHost {
                         result.content = output.content;
                         result.is_error = output.is_error;
                         result.structured = output.structured;
-                        result
+                        Kept::Converted(result)
                     })
             }
             _ => {
@@ -662,7 +672,25 @@ impl ToolHost {
             }
         };
         match outcome {
-            Ok(result) => finish(header, tool, &allowed, result),
+            Ok(Kept::Converted(result)) => finish(header, tool, &allowed, result),
+            Ok(Kept::Raw(raw)) => {
+                // Only what the checks read: the result is handed on as it came.
+                let mut result = McpResult::from_value(&json!({}));
+                result.is_error = raw.get("isError").and_then(Value::as_bool) == Some(true);
+                result.structured = raw
+                    .get("structuredContent")
+                    .filter(|value| !value.is_null())
+                    .cloned();
+                let mut event = finish(header, tool, &allowed, result);
+                if event
+                    .error
+                    .as_ref()
+                    .is_none_or(|e| e.kind == ErrorKind::ToolError)
+                {
+                    event.mcp_result = Some(raw);
+                }
+                event
+            }
             Err(error) => ResultEvent::failure(header, error),
         }
     }
@@ -808,6 +836,14 @@ pub struct ToolCall {
     cancel: CancellationToken,
     deadline: Option<Instant>,
     sink: Arc<dyn EventSink>,
+    mcp_result: bool,
+}
+
+/// A call's result before it becomes a `tool.result`: converted to Brain content blocks,
+/// or the MCP result as the server sent it ([`ToolCall::mcp_result`]).
+enum Kept {
+    Converted(McpResult),
+    Raw(Value),
 }
 
 impl fmt::Debug for ToolCall {
@@ -849,6 +885,19 @@ impl ToolCall {
     /// `tool.result`. Without one, events are dropped (the result is still returned).
     pub fn sink(mut self, sink: Arc<dyn EventSink>) -> Self {
         self.sink = sink;
+        self
+    }
+
+    /// Keeps the MCP result as the server sent it, in the `tool.result`'s
+    /// [`mcp_result`](ResultEvent::mcp_result), instead of converting it to Brain content
+    /// blocks (its `content` stays empty; the binding's `result_content` does not apply):
+    /// for a host that hands results on to MCP clients of its own, as a gateway does. The
+    /// checks still hold: `max_output_bytes` bounds it as received, and a result that
+    /// breaks the binding's `output_schema` is an error (`output_schema`) with no result
+    /// kept. A tool's own error (`isError`) is kept, with its `tool_error` error object.
+    /// Results of HTTP tools are converted as always (their executor makes Brain blocks).
+    pub fn mcp_result(mut self) -> Self {
+        self.mcp_result = true;
         self
     }
 }

@@ -86,7 +86,7 @@ const INLINE_SECRETS: &[(&str, Option<&str>)] = &[
 
 /// What a URL in `auth` must look like, beyond absolute https.
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum UrlRule {
+pub(super) enum UrlRule {
     /// An issuer identifier (RFC 8414): no query, no fragment; http for loopback.
     Issuer,
     /// An endpoint (token endpoint, redirect URI): no fragment; http for loopback.
@@ -435,7 +435,11 @@ impl Loader<'_> {
 
     /// An optional string that must not be empty: `Some(None)` when absent, `None` when
     /// reported.
-    fn non_empty_string(&mut self, fields: &Fields<'_>, field: &str) -> Option<Option<String>> {
+    pub(super) fn non_empty_string(
+        &mut self,
+        fields: &Fields<'_>,
+        field: &str,
+    ) -> Option<Option<String>> {
         if !fields.object.contains_key(field) {
             return Some(None);
         }
@@ -507,7 +511,7 @@ impl Loader<'_> {
 
     /// `scopes`: a non-empty list of unique scope strings. Empty when absent, `None` when
     /// reported.
-    fn scopes(&mut self, fields: &Fields<'_>) -> Option<Vec<String>> {
+    pub(super) fn scopes(&mut self, fields: &Fields<'_>) -> Option<Vec<String>> {
         let path = fields.at("scopes");
         let tool = fields.tool.as_deref();
         let items = match fields.object.get("scopes") {
@@ -561,7 +565,7 @@ impl Loader<'_> {
     }
 
     /// A required URL field.
-    fn required_url(
+    pub(super) fn required_url(
         &mut self,
         fields: &Fields<'_>,
         field: &str,
@@ -582,7 +586,7 @@ impl Loader<'_> {
     /// A URL in `auth`: absolute https (http only to a loopback host, where the rule
     /// allows it), without user info, and as `rule` says. Kept as written. `Some(None)`
     /// when absent, `None` when reported.
-    fn auth_url(
+    pub(super) fn auth_url(
         &mut self,
         fields: &Fields<'_>,
         field: &str,
