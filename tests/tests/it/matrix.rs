@@ -1593,6 +1593,46 @@ fn rows(fx: &Fixtures, servers: &Servers) -> Vec<Row> {
             e(CredentialStore, NotSent),
         )
         .contains("is not a grant record"),
+        // Answers about a task that break the protocol: the call ends `protocol` and gives
+        // its own task, last seen running, up with `tasks/cancel`.
+        row(
+            "a tasks/get answer about another task (completed, with a result)",
+            "http",
+            "2026-07-28",
+            http(modern, "task"),
+            json!({"answer": "other_task"}),
+            e(Protocol, Delivered),
+        )
+        .task_requests(1, 1)
+        .contains("an answer to tasks/get about another task"),
+        row(
+            "a tasks/get answer: completed without a result",
+            "http",
+            "2026-07-28",
+            http(modern, "task"),
+            json!({"answer": "no_result"}),
+            e(Protocol, Delivered),
+        )
+        .task_requests(1, 1),
+        row(
+            "a tasks/get answer with a status no revision defines",
+            "http",
+            "2026-07-28",
+            http(modern, "task"),
+            json!({"answer": "unknown_status"}),
+            e(Protocol, Delivered),
+        )
+        .task_requests(1, 1),
+        row(
+            "a JSON-RPC error to tasks/get while the task runs",
+            "http",
+            "2026-07-28",
+            http(modern, "task"),
+            json!({"answer": "rpc_error"}),
+            e(Protocol, Delivered),
+        )
+        .task_requests(1, 1)
+        .contains("JSON-RPC error -32602"),
     ]
 }
 
@@ -2151,6 +2191,10 @@ row_tests! {
     r101 = 101,
     r102 = 102,
     r103 = 103,
+    r104 = 104,
+    r105 = 105,
+    r106 = 106,
+    r107 = 107,
 }
 
 /// Builds the testkit binaries once per test run.
