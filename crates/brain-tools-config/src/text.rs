@@ -31,6 +31,38 @@ pub fn escape(text: &str, multiline: bool) -> String {
     out
 }
 
+/// `word` as a POSIX shell reads it back, for a command a person is to paste: bare when
+/// it is plain, else quoted (by `shlex`). A word holding a character [`is_hidden`] names
+/// is written `$'...'` with those characters as `\xHH` bytes instead, which bash, zsh,
+/// ksh and POSIX.1-2024 `sh` read back as the same word, so that the command holds no
+/// raw control character for the terminal to obey. (A NUL, shown `\x00`, cannot be
+/// passed to a program at all.)
+pub fn shell_word(word: &str) -> String {
+    if !word.chars().any(is_hidden) {
+        // Only a NUL makes quoting fail, and a NUL is hidden.
+        if let Ok(quoted) = shlex::try_quote(word) {
+            return quoted.into_owned();
+        }
+    }
+    let mut out = String::with_capacity(word.len() + 3);
+    out.push_str("$'");
+    for c in word.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\'' => out.push_str("\\'"),
+            c if is_hidden(c) => {
+                let mut bytes = [0u8; 4];
+                for byte in c.encode_utf8(&mut bytes).bytes() {
+                    let _ = write!(out, "\\x{byte:02x}");
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+    out
+}
+
 /// Whether `c` is a control or a format character that changes what a terminal shows.
 pub fn is_hidden(c: char) -> bool {
     c.is_control()
@@ -56,6 +88,36 @@ pub fn is_hidden(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shell_words_read_back_and_hold_no_raw_control_character() {
+        let cases = [
+            ("acme", "acme"),
+            ("/tmp/host.json", "/tmp/host.json"),
+            ("host config.json", "'host config.json'"),
+            ("it's", r#""it's""#),
+            ("", "''"),
+            ("a$b", "'a$b'"),
+            ("red\u{1b}[31m", r"$'red\x1b[31m'"),
+            ("nul\0x", r"$'nul\x00x'"),
+            ("rtl\u{202e}x", r"$'rtl\xe2\x80\xaex'"),
+            ("q'\\\u{9b}", r"$'q\'\\\xc2\x9b'"),
+        ];
+        for (word, quoted) in cases {
+            let shown = shell_word(word);
+            assert_eq!(shown, quoted, "{word:?}");
+            assert!(!shown.chars().any(is_hidden), "{shown:?}");
+            // A shell reads it back as the word (bash, for `$'...'`; no NUL gets through
+            // to a program).
+            if !word.contains('\0') {
+                let read = std::process::Command::new("bash")
+                    .args(["-c", &format!("printf %s {shown}")])
+                    .output()
+                    .expect("bash runs");
+                assert_eq!(String::from_utf8_lossy(&read.stdout), word, "{shown}");
+            }
+        }
+    }
 
     #[test]
     fn what_drives_a_terminal_or_hides_text_is_escaped() {

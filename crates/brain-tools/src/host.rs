@@ -349,7 +349,7 @@ impl ToolHostBuilder {
                 tokens: self.tokens,
                 config_path: self
                     .config_path
-                    .unwrap_or_else(|| "<host-config.json>".to_owned()),
+                    .unwrap_or_else(|| UNNAMED_CONFIG.to_owned()),
                 telemetry,
             }),
         })
@@ -1097,10 +1097,32 @@ fn grant_secrets(grant: &Grant) -> Vec<Secret> {
     }
 }
 
+/// The config named in a login command when the host did not name its own: a
+/// placeholder for the operator to fill in.
+const UNNAMED_CONFIG: &str = "<host-config.json>";
+
 /// What an `authorization_required` message tells the operator to run.
 struct Login<'a> {
     config: &'a str,
     tenant: &'a str,
+}
+
+impl Login<'_> {
+    /// `mcp-tools login ...` (or `logout`) for the tenant and the binding `tool`, each
+    /// word quoted for a shell (a tenant is any string a config holds).
+    fn command(&self, command: &str, tool: &str) -> String {
+        let word = brain_tools_config::text::shell_word;
+        let config = if self.config == UNNAMED_CONFIG {
+            UNNAMED_CONFIG.to_owned()
+        } else {
+            word(self.config)
+        };
+        format!(
+            "mcp-tools {command} --config {config} --tool {} --tenant {}",
+            word(tool),
+            word(self.tenant)
+        )
+    }
 }
 
 /// The transport's detail of a call that met its own deadline.
@@ -1140,10 +1162,9 @@ fn call_failure(
             binding.max_output_bytes
         ),
         ErrorKind::AuthorizationRequired => format!(
-            "{tool} was not called because it needs the tenant to authorize: {}; run `mcp-tools login --config {} --tool {tool} --tenant {}`",
+            "{tool} was not called because it needs the tenant to authorize: {}; run `{}`",
             error.detail(),
-            login.config,
-            login.tenant
+            login.command("login", tool)
         ),
         ErrorKind::AuthorizationFailed => format!(
             "{tool} was not called because no access token could be obtained: {}",

@@ -89,11 +89,13 @@ async fn grants(
             shell::word(tenant),
             shell::store_flags(&args.store)
         );
+        // A tenant is any string a config holds: shown escaped.
+        let shown = escape(tenant, false);
         let authorization = auth::stored_authorization(tenant, server_auth)?;
         match client.grant_status(url, &authorization).await {
             Ok(GrantStatus::Stored(summary)) if summary.usable => {
                 outln!(
-                    "{}: tenant {tenant}'s grant: {}",
+                    "{}: tenant {shown}'s grant: {}",
                     names.join(", "),
                     auth::describe(&summary)
                 );
@@ -102,7 +104,7 @@ async fn grants(
             Ok(GrantStatus::Stored(summary)) => {
                 *missing += 1;
                 outln!(
-                    "{}: tenant {tenant}'s grant can no longer be used ({}); run `{login}`",
+                    "{}: tenant {shown}'s grant can no longer be used ({}); run `{login}`",
                     names.join(", "),
                     auth::describe(&summary)
                 );
@@ -110,7 +112,7 @@ async fn grants(
             Ok(GrantStatus::Missing) => {
                 *missing += 1;
                 outln!(
-                    "{}: tenant {tenant} has no grant for {url}; run `{login}`",
+                    "{}: tenant {shown} has no grant for {url}; run `{login}`",
                     names.join(", ")
                 );
             }
@@ -119,9 +121,9 @@ async fn grants(
             Err(error) => {
                 *missing += 1;
                 outln!(
-                    "{}: cannot read tenant {tenant}'s grant: {}",
+                    "{}: cannot read tenant {shown}'s grant: {}",
                     names.join(", "),
-                    error.detail()
+                    escape(error.detail(), false)
                 );
             }
         }

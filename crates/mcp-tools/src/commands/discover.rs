@@ -12,7 +12,7 @@ use crate::{
         config,
         exit::{Exit, Outcome},
         merge, models,
-        output::{escape::escape, out, outln, progress::Spinner},
+        output::{escape::escape, json, out, outln, progress::Spinner},
         shell, stdio, store,
     },
 };
@@ -151,7 +151,7 @@ pub(crate) async fn run(args: DiscoverArgs) -> Outcome {
             {
                 eprintln!(
                     "mcp-tools: authorize tenant {} first: mcp-tools login {flags} --tenant {}{}",
-                    tenants[0],
+                    escape(&tenants[0], false),
                     shell::word(&tenants[0]),
                     shell::store_flags(&args.store)
                 );
@@ -238,7 +238,7 @@ fn output(
 
     review(&bindings);
     models(args, &bindings, |_| true)?;
-    let json = serde_json::to_string_pretty(&bindings)
+    let json = json::to_string_pretty(&bindings)
         .map_err(|error| Exit::Failed(format!("cannot print the bindings: {error}")))?;
     outln!("{json}");
     Ok(())
