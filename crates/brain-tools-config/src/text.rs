@@ -31,6 +31,38 @@ pub fn escape(text: &str, multiline: bool) -> String {
     out
 }
 
+/// `url` for a message or a log: its user info and its query (and fragment) replaced by
+/// `<redacted>`, where credentials travel, then [`escape`]d. A string that does not parse
+/// as a URL is cut the same way, so a malformed URL shows no more of itself:
+/// `https://user:pw@host/mcp?key=v` is `https://<redacted>@host/mcp?<redacted>`.
+pub fn redacted_url(url: &str) -> String {
+    let (scheme, rest) = match url.split_once("://") {
+        Some((scheme, rest))
+            if !scheme.is_empty()
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)) =>
+        {
+            (Some(scheme), rest)
+        }
+        _ => (None, url),
+    };
+    let (authority, rest) = rest.split_at(rest.find(['/', '?', '#']).unwrap_or(rest.len()));
+    let (userinfo, host) = match authority.rsplit_once('@') {
+        Some((_, host)) => ("<redacted>@", host),
+        None => ("", authority),
+    };
+    let (path, tail) = rest.split_at(rest.find(['?', '#']).unwrap_or(rest.len()));
+    let shown = format!(
+        "{}{userinfo}{host}{path}{}",
+        scheme
+            .map(|scheme| format!("{scheme}://"))
+            .unwrap_or_default(),
+        if tail.is_empty() { "" } else { "?<redacted>" },
+    );
+    escape(&shown, false)
+}
+
 /// `word` as a POSIX shell reads it back, for a command a person is to paste: bare when
 /// it is plain, else quoted (by `shlex`). A word holding a character [`is_hidden`] names
 /// is written `$'...'` with those characters as `\xHH` bytes instead, which bash, zsh,
@@ -88,6 +120,32 @@ pub fn is_hidden(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn urls_lose_their_user_info_and_query() {
+        let cases = [
+            ("https://host/mcp", "https://host/mcp"),
+            ("https://host:8443/mcp/", "https://host:8443/mcp/"),
+            (
+                "https://user:hunter2@host/mcp?key=s3cret#x",
+                "https://<redacted>@host/mcp?<redacted>",
+            ),
+            ("http://host?key=s3cret", "http://host?<redacted>"),
+            ("http://host#frag", "http://host?<redacted>"),
+            // Malformed: cut the same way.
+            (
+                "http://user:hunter2@[::1/x?key=s3cret",
+                "http://<redacted>@[::1/x?<redacted>",
+            ),
+            ("user:hunter2@host:4318", "<redacted>@host:4318"),
+            ("http://a@b@host/p", "http://<redacted>@host/p"),
+            ("u:p@host/x?k=v://y", "<redacted>@host/x?<redacted>"),
+            ("http://host/\u{1b}[31m", "http://host/\\u{1b}[31m"),
+        ];
+        for (url, shown) in cases {
+            assert_eq!(redacted_url(url), shown, "{url}");
+        }
+    }
 
     #[test]
     fn shell_words_read_back_and_hold_no_raw_control_character() {

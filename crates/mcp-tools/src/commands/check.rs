@@ -14,7 +14,11 @@ use crate::{
         diff::diff,
         exit::{Exit, Outcome},
         models,
-        output::{escape::escape, out, outln, progress::Spinner},
+        output::{
+            escape::{escape, redacted_url},
+            out, outln,
+            progress::Spinner,
+        },
         shell, store,
     },
 };
@@ -112,8 +116,9 @@ async fn grants(
             Ok(GrantStatus::Missing) => {
                 *missing += 1;
                 outln!(
-                    "{}: tenant {shown} has no grant for {url}; run `{login}`",
-                    names.join(", ")
+                    "{}: tenant {shown} has no grant for {}; run `{login}`",
+                    names.join(", "),
+                    redacted_url(url)
                 );
             }
             // Tokens are obtained at call time: nothing to check in a store.

@@ -111,7 +111,8 @@ async fn check_live_prints_what_changed_on_the_server() {
 }
 
 /// A tenant is any string a config holds (an ESC, a space): `check --live` shows it
-/// escaped, and the login command it prints quotes it for a shell, without the raw ESC.
+/// escaped, and the login command it prints quotes it for a shell, without the raw ESC;
+/// the server's URL is shown without its query.
 #[tokio::test]
 async fn check_live_escapes_a_tenant_and_quotes_it_in_the_login_command() {
     let dir = tempfile::tempdir().unwrap();
@@ -122,7 +123,7 @@ async fn check_live_escapes_a_tenant_and_quotes_it_in_the_login_command() {
         json!([{
             "name": "files",
             "input_schema": {"type": "object"},
-            "url": "https://mcp.example.com/mcp",
+            "url": "https://mcp.example.com/mcp?key=s3cret-in-query",
             "mcp_tool": "files",
             "tenants": [tenant],
             "auth": {"type": "oauth"}
@@ -137,9 +138,10 @@ async fn check_live_escapes_a_tenant_and_quotes_it_in_the_login_command() {
     assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
     let shown = format!("{}{}", run.stdout, run.stderr);
     assert!(!shown.contains('\u{1b}'), "{shown:?}");
+    assert!(!shown.contains("s3cret-in-query"), "{shown}");
     assert!(
         run.stdout.contains(&format!(
-            "files: tenant acme corp\\u{{1b}}[2J has no grant for https://mcp.example.com/mcp; run `mcp-tools login --config {path} --tool files --tenant $'acme corp\\x1b[2J' --store {store}`"
+            "files: tenant acme corp\\u{{1b}}[2J has no grant for https://mcp.example.com/mcp?<redacted>; run `mcp-tools login --config {path} --tool files --tenant $'acme corp\\x1b[2J' --store {store}`"
         )),
         "{}",
         run.stdout
