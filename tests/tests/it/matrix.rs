@@ -1592,7 +1592,9 @@ fn rows(fx: &Fixtures, servers: &Servers) -> Vec<Row> {
             fx,
             e(CredentialStore, NotSent),
         )
-        .contains("is not a grant record"),
+        .contains(
+            "is not a grant record; run `mcp-tools logout --config <host-config.json> --tool ",
+        ),
         // Answers about a task that break the protocol: the call ends `protocol` and gives
         // its own task, last seen running, up with `tasks/cancel`.
         row(

@@ -241,7 +241,8 @@ async fn an_unset_secret_variable_is_a_missing_token_that_names_it() {
 }
 
 /// The login command is pasted into a shell: a config path with a space, a tenant with
-/// a space and an ESC come back as they are, and no ESC reaches the terminal raw.
+/// a space and an ESC come back as they are, and no ESC reaches the terminal raw; the
+/// store's flags the host gives are in it.
 #[tokio::test]
 async fn the_login_command_is_quoted_for_a_shell() {
     let server = Scripted::start().await;
@@ -259,6 +260,7 @@ async fn the_login_command_is_quoted_for_a_shell() {
             .unwrap(),
         )
         .config_path("/etc/brain/my host.json")
+        .store_flags("--store '/var/lib/brain grants'")
         .build()
         .unwrap();
     let (result, _) = call(&host, tenant, "files").await;
@@ -266,7 +268,7 @@ async fn the_login_command_is_quoted_for_a_shell() {
     assert_eq!(error.kind, ErrorKind::AuthorizationRequired);
     assert!(
         error.message.ends_with(
-            r"run `mcp-tools login --config '/etc/brain/my host.json' --tool files --tenant $'acme corp\x1b[2J'`"
+            r"run `mcp-tools login --config '/etc/brain/my host.json' --tool files --tenant $'acme corp\x1b[2J' --store '/var/lib/brain grants'`"
         ),
         "{}",
         error.message

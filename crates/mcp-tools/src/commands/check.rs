@@ -87,12 +87,15 @@ async fn grants(
             .filter(|binding| binding.tenants.iter().any(|t| t == tenant))
             .map(|binding| binding.name.as_str())
             .collect();
-        let login = format!(
-            "mcp-tools login {} --tenant {}{}",
-            shell::binding_flags(&args.config, names[0]),
-            shell::word(tenant),
-            shell::store_flags(&args.store)
-        );
+        let command = |command: &str| {
+            format!(
+                "mcp-tools {command} {} --tenant {}{}",
+                shell::binding_flags(&args.config, names[0]),
+                shell::word(tenant),
+                shell::store_flags(&args.store)
+            )
+        };
+        let login = command("login");
         // A tenant is any string a config holds: shown escaped.
         let shown = escape(tenant, false);
         let authorization = auth::stored_authorization(tenant, server_auth)?;
@@ -125,8 +128,16 @@ async fn grants(
             Ok(_) => usable.push(tenant.to_owned()),
             Err(error) => {
                 *missing += 1;
+                let repair = if error.unreadable_grant() {
+                    format!(
+                        "; run `{}` to remove it, or `{login}` to make it again",
+                        command("logout")
+                    )
+                } else {
+                    String::new()
+                };
                 outln!(
-                    "{}: cannot read tenant {shown}'s grant: {}",
+                    "{}: cannot read tenant {shown}'s grant: {}{repair}",
                     names.join(", "),
                     escape(error.detail(), false)
                 );
