@@ -48,6 +48,7 @@ use super::{
 };
 use crate::{
     dpop::{self, Dpop, DpopKey, Nonces},
+    endpoint::redacted_url,
     error::{CallError, Challenge},
     grant::{
         AuthorizationCodeGrant, ClientAuthentication, ClientCredentialsGrant, DEFAULT_REDIRECT_URI,
@@ -782,7 +783,7 @@ impl Entry {
             };
             return Err(failed(format!(
                 "the server's authorization server {found}, not the pinned issuer {}",
-                one_line(pinned, 120)
+                one_line(&redacted_url(pinned), 120)
             )));
         }
         // Without an issuer (the 2025-03-26 default endpoints), the token endpoint's
