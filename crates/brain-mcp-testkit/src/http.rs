@@ -407,6 +407,19 @@ async fn observe(State(kit): State<Arc<Kit>>, request: Request, next: Next) -> R
             None => return (StatusCode::SERVICE_UNAVAILABLE, "busy, poll again").into_response(),
         }
     }
+    // A task scripted to lie is answered here, as rmcp's types cannot say the lies.
+    if method == Some("tasks/get")
+        && let Some(id) = message.pointer("/params/taskId").and_then(Value::as_str)
+        && let Some(lie) = kit.tasks.lie(id)
+    {
+        let answer = lie.answer(message.get("id").unwrap_or(&Value::Null), id);
+        return (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, "application/json")],
+            answer.to_string(),
+        )
+            .into_response();
+    }
     match raw_call(&message) {
         Some(("progress_after_result", _)) => {
             let token = raw_progress_token(&message).cloned();

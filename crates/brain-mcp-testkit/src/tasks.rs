@@ -14,6 +14,11 @@
 //! - `flaky` (default 0): over HTTP, the first `flaky` polls fail on the wire, the odd ones
 //!   with HTTP 503 and the even ones with the connection dropped before any answer; they
 //!   do not count as polls;
+//! - `answer` (over HTTP): the `tasks/get` that would see the task end is answered with
+//!   what breaks the protocol instead, while the task keeps running on the server:
+//!   `other_task` (a completed task with a result, under another `taskId`), `no_result`
+//!   (`completed` without a `result`), `unknown_status` (a status no revision defines),
+//!   `rpc_error` (JSON-RPC error -32602, as for a task the server does not know);
 //! - `progress` (default 0): progress notifications sent on the `tools/call` itself, before
 //!   the handle (the extension has no progress for tasks); `status` (default false): a
 //!   status message on every poll, `poll <n> of <polls>` (the extension's way to say how a
@@ -63,6 +68,7 @@ struct Gate {
     needed: Option<u64>,
     release: Option<oneshot::Sender<()>>,
     status: bool,
+    lie: Option<Lie>,
     context: TaskContext,
 }
 
@@ -77,6 +83,57 @@ enum Outcome {
     Input,
 }
 
+/// An answer to `tasks/get` that breaks the protocol (script `answer`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Lie {
+    /// A completed task, with a result, under another task id.
+    OtherTask,
+    /// `completed` without a `result`.
+    NoResult,
+    /// A status no revision of the extension defines.
+    UnknownStatus,
+    /// A JSON-RPC error, as for a task the server does not know.
+    RpcError,
+}
+
+impl Lie {
+    /// The JSON-RPC message answering the `tasks/get` of task `task_id` whose id is `id`.
+    pub(crate) fn answer(self, id: &Value, task_id: &str) -> Value {
+        let task = |status: &str| {
+            serde_json::json!({
+                "resultType": "complete",
+                "taskId": task_id,
+                "status": status,
+                "createdAt": "2026-01-01T00:00:00Z",
+                "lastUpdatedAt": "2026-01-01T00:00:01Z",
+                "ttlMs": 60_000,
+                "pollIntervalMs": 10,
+            })
+        };
+        let result = match self {
+            Lie::OtherTask => {
+                let mut result = task("completed");
+                result["taskId"] = Value::from(format!("{task_id}-other"));
+                result["result"] = serde_json::json!({
+                    "content": [{"type": "text", "text": "another task's result"}],
+                    "isError": false,
+                });
+                result
+            }
+            Lie::NoResult => task("completed"),
+            Lie::UnknownStatus => task("paused"),
+            Lie::RpcError => {
+                return serde_json::json!({
+                    "jsonrpc": "2.0",
+                    "id": id,
+                    "error": {"code": -32602, "message": "unknown task"},
+                });
+            }
+        };
+        serde_json::json!({"jsonrpc": "2.0", "id": id, "result": result})
+    }
+}
+
 /// The script of one task, from the call's arguments.
 #[derive(Debug, Clone)]
 pub(crate) struct Script {
@@ -88,6 +145,7 @@ pub(crate) struct Script {
     progress: u64,
     status: bool,
     flaky: u64,
+    lie: Option<Lie>,
 }
 
 impl Script {
@@ -112,6 +170,19 @@ impl Script {
                 ));
             }
         };
+        let lie = match args.get("answer").map(|v| v.as_str()) {
+            None => None,
+            Some(Some("other_task")) => Some(Lie::OtherTask),
+            Some(Some("no_result")) => Some(Lie::NoResult),
+            Some(Some("unknown_status")) => Some(Lie::UnknownStatus),
+            Some(Some("rpc_error")) => Some(Lie::RpcError),
+            _ => {
+                return Err(ErrorData::invalid_params(
+                    "answer must be other_task, no_result, unknown_status or rpc_error",
+                    None,
+                ));
+            }
+        };
         let bytes = match args.get("bytes") {
             None => None,
             Some(_) => Some(usize::try_from(number("bytes", 0)?.min(256 << 20)).unwrap_or(0)),
@@ -125,6 +196,7 @@ impl Script {
             progress: number("progress", 0)?.min(10_000),
             status: args.get("status").and_then(Value::as_bool).unwrap_or(false),
             flaky: number("flaky", 0)?,
+            lie,
         })
     }
 }
@@ -186,6 +258,7 @@ impl Tasks {
                 needed: (script.outcome != Outcome::Never).then_some(script.polls),
                 release: Some(release),
                 status: script.status,
+                lie: script.lie,
                 context,
             },
         );
@@ -205,6 +278,20 @@ impl Tasks {
             gate.flaked += 1;
             gate.flaked
         })
+    }
+
+    /// Whether this `tasks/get` of task `id` is to be answered with the script's lie:
+    /// the poll that would see the task end, counted as a poll; the task keeps running.
+    pub(crate) fn lie(&self, id: &str) -> Option<Lie> {
+        let mut gates = self.lock();
+        let gate = gates.get_mut(id)?;
+        let lie = gate.lie?;
+        if gate.needed.is_some_and(|needed| gate.polls + 1 >= needed) {
+            gate.polls += 1;
+            Some(lie)
+        } else {
+            None
+        }
     }
 
     /// `tasks/get`: counts the poll; the poll the script names sees the task end.

@@ -31,6 +31,70 @@ pub fn escape(text: &str, multiline: bool) -> String {
     out
 }
 
+/// `url` for a message or a log: its user info and its query (and fragment) replaced by
+/// `<redacted>`, where credentials travel, then [`escape`]d. A string that does not parse
+/// as a URL is cut the same way, so a malformed URL shows no more of itself:
+/// `https://user:pw@host/mcp?key=v` is `https://<redacted>@host/mcp?<redacted>`.
+pub fn redacted_url(url: &str) -> String {
+    let (scheme, rest) = match url.split_once("://") {
+        Some((scheme, rest))
+            if !scheme.is_empty()
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)) =>
+        {
+            (Some(scheme), rest)
+        }
+        _ => (None, url),
+    };
+    let (authority, rest) = rest.split_at(rest.find(['/', '?', '#']).unwrap_or(rest.len()));
+    let (userinfo, host) = match authority.rsplit_once('@') {
+        Some((_, host)) => ("<redacted>@", host),
+        None => ("", authority),
+    };
+    let (path, tail) = rest.split_at(rest.find(['?', '#']).unwrap_or(rest.len()));
+    let shown = format!(
+        "{}{userinfo}{host}{path}{}",
+        scheme
+            .map(|scheme| format!("{scheme}://"))
+            .unwrap_or_default(),
+        if tail.is_empty() { "" } else { "?<redacted>" },
+    );
+    escape(&shown, false)
+}
+
+/// `word` as a POSIX shell reads it back, for a command a person is to paste: bare when
+/// it is plain, else quoted (by `shlex`). A word holding a character [`is_hidden`] names
+/// is written `$'...'` with those characters as `\xHH` bytes instead, which bash, zsh,
+/// ksh and POSIX.1-2024 `sh` read back as the same word, so that the command holds no
+/// raw control character for the terminal to obey. (A NUL, shown `\x00`, cannot be
+/// passed to a program at all.)
+pub fn shell_word(word: &str) -> String {
+    if !word.chars().any(is_hidden) {
+        // Only a NUL makes quoting fail, and a NUL is hidden.
+        if let Ok(quoted) = shlex::try_quote(word) {
+            return quoted.into_owned();
+        }
+    }
+    let mut out = String::with_capacity(word.len() + 3);
+    out.push_str("$'");
+    for c in word.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\'' => out.push_str("\\'"),
+            c if is_hidden(c) => {
+                let mut bytes = [0u8; 4];
+                for byte in c.encode_utf8(&mut bytes).bytes() {
+                    let _ = write!(out, "\\x{byte:02x}");
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+    out
+}
+
 /// Whether `c` is a control or a format character that changes what a terminal shows.
 pub fn is_hidden(c: char) -> bool {
     c.is_control()
@@ -56,6 +120,62 @@ pub fn is_hidden(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn urls_lose_their_user_info_and_query() {
+        let cases = [
+            ("https://host/mcp", "https://host/mcp"),
+            ("https://host:8443/mcp/", "https://host:8443/mcp/"),
+            (
+                "https://user:hunter2@host/mcp?key=s3cret#x",
+                "https://<redacted>@host/mcp?<redacted>",
+            ),
+            ("http://host?key=s3cret", "http://host?<redacted>"),
+            ("http://host#frag", "http://host?<redacted>"),
+            // Malformed: cut the same way.
+            (
+                "http://user:hunter2@[::1/x?key=s3cret",
+                "http://<redacted>@[::1/x?<redacted>",
+            ),
+            ("user:hunter2@host:4318", "<redacted>@host:4318"),
+            ("http://a@b@host/p", "http://<redacted>@host/p"),
+            ("u:p@host/x?k=v://y", "<redacted>@host/x?<redacted>"),
+            ("http://host/\u{1b}[31m", "http://host/\\u{1b}[31m"),
+        ];
+        for (url, shown) in cases {
+            assert_eq!(redacted_url(url), shown, "{url}");
+        }
+    }
+
+    #[test]
+    fn shell_words_read_back_and_hold_no_raw_control_character() {
+        let cases = [
+            ("acme", "acme"),
+            ("/tmp/host.json", "/tmp/host.json"),
+            ("host config.json", "'host config.json'"),
+            ("it's", r#""it's""#),
+            ("", "''"),
+            ("a$b", "'a$b'"),
+            ("red\u{1b}[31m", r"$'red\x1b[31m'"),
+            ("nul\0x", r"$'nul\x00x'"),
+            ("rtl\u{202e}x", r"$'rtl\xe2\x80\xaex'"),
+            ("q'\\\u{9b}", r"$'q\'\\\xc2\x9b'"),
+        ];
+        for (word, quoted) in cases {
+            let shown = shell_word(word);
+            assert_eq!(shown, quoted, "{word:?}");
+            assert!(!shown.chars().any(is_hidden), "{shown:?}");
+            // A shell reads it back as the word (bash, for `$'...'`; no NUL gets through
+            // to a program).
+            if !word.contains('\0') {
+                let read = std::process::Command::new("bash")
+                    .args(["-c", &format!("printf %s {shown}")])
+                    .output()
+                    .expect("bash runs");
+                assert_eq!(String::from_utf8_lossy(&read.stdout), word, "{shown}");
+            }
+        }
+    }
 
     #[test]
     fn what_drives_a_terminal_or_hides_text_is_escaped() {

@@ -100,6 +100,7 @@ pub struct ToolHostBuilder {
     executor: Option<Arc<dyn HttpToolExecutor>>,
     tokens: TokenSource,
     config_path: Option<String>,
+    store_flags: Option<String>,
     record_tenant: bool,
     record_sizes: bool,
 }
@@ -304,6 +305,15 @@ impl ToolHostBuilder {
         self
     }
 
+    /// The flags that name the credential store in the `mcp-tools login` and `logout`
+    /// commands a message tells the operator to run, as they are to be typed (quoted for
+    /// a shell), for example `--store /var/lib/brain/grants` (default: none, the default
+    /// store).
+    pub fn store_flags(mut self, flags: impl Into<String>) -> Self {
+        self.store_flags = Some(flags.into());
+        self
+    }
+
     /// Whether a call's span carries the tenant (`brain.tenant`; default: it does).
     /// Turn it off where tenant names are data the people who read traces must not see.
     /// See [docs/observability.md](https://github.com/brain-dev/brain-mcp-tools/blob/main/docs/observability.md#our-attributes-brain).
@@ -349,7 +359,8 @@ impl ToolHostBuilder {
                 tokens: self.tokens,
                 config_path: self
                     .config_path
-                    .unwrap_or_else(|| "<host-config.json>".to_owned()),
+                    .unwrap_or_else(|| UNNAMED_CONFIG.to_owned()),
+                store_flags: self.store_flags.unwrap_or_default(),
                 telemetry,
             }),
         })
@@ -371,6 +382,8 @@ struct Inner {
     tokens: TokenSource,
     /// Named in the login command of an `authorization_required` message.
     config_path: String,
+    /// Added to that command: the flags that name the credential store.
+    store_flags: String,
     /// The span of a call, and the call metrics.
     telemetry: Telemetry,
 }
@@ -402,6 +415,7 @@ impl ToolHost {
             executor: None,
             tokens: Arc::new(|name| std::env::var(name).ok()),
             config_path: None,
+            store_flags: None,
             record_tenant: true,
             record_sizes: false,
         }
@@ -619,6 +633,7 @@ impl ToolHost {
                         let login = Login {
                             config: &self.inner.config_path,
                             tenant: &scope.tenant_id,
+                            store: &self.inner.store_flags,
                         };
                         call_failure((tool, timeout), &binding, &error, &secrets, login)
                     })
@@ -1163,10 +1178,37 @@ fn grant_secrets(grant: &Grant) -> Vec<Secret> {
     }
 }
 
-/// What an `authorization_required` message tells the operator to run.
+/// The config named in a login command when the host did not name its own: a
+/// placeholder for the operator to fill in.
+const UNNAMED_CONFIG: &str = "<host-config.json>";
+
+/// What an `authorization_required` message, or one about a grant the store cannot
+/// read, tells the operator to run.
 struct Login<'a> {
     config: &'a str,
     tenant: &'a str,
+    /// The flags that name the credential store, if any.
+    store: &'a str,
+}
+
+impl Login<'_> {
+    /// `mcp-tools login ...` (or `logout`) for the tenant and the binding `tool`, each
+    /// word quoted for a shell (a tenant is any string a config holds).
+    fn command(&self, command: &str, tool: &str) -> String {
+        let word = brain_tools_config::text::shell_word;
+        let config = if self.config == UNNAMED_CONFIG {
+            UNNAMED_CONFIG.to_owned()
+        } else {
+            word(self.config)
+        };
+        let store = self.store.trim();
+        format!(
+            "mcp-tools {command} --config {config} --tool {} --tenant {}{}{store}",
+            word(tool),
+            word(self.tenant),
+            if store.is_empty() { "" } else { " " }
+        )
+    }
 }
 
 /// The transport's detail of a call that met its own deadline.
@@ -1206,14 +1248,19 @@ fn call_failure(
             binding.max_output_bytes
         ),
         ErrorKind::AuthorizationRequired => format!(
-            "{tool} was not called because it needs the tenant to authorize: {}; run `mcp-tools login --config {} --tool {tool} --tenant {}`",
+            "{tool} was not called because it needs the tenant to authorize: {}; run `{}`",
             error.detail(),
-            login.config,
-            login.tenant
+            login.command("login", tool)
         ),
         ErrorKind::AuthorizationFailed => format!(
             "{tool} was not called because no access token could be obtained: {}",
             error.detail()
+        ),
+        ErrorKind::CredentialStore if error.unreadable_grant() => format!(
+            "{tool} was not called because the tenant's grant could not be read: {}; run `{}` to remove it, or `{}` to make it again",
+            error.detail(),
+            login.command("logout", tool),
+            login.command("login", tool)
         ),
         ErrorKind::CredentialStore => format!(
             "{tool} was not called because the tenant's grant could not be read: {}",

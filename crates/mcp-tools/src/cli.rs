@@ -704,7 +704,23 @@ fn verbosity_after_subcommand(args: &mut Vec<OsString>) {
 /// A clap error as one line: the message, its context, and any tip, without the usage
 /// block (`--help` shows that).
 pub(crate) fn one_line(error: &clap::Error) -> String {
-    let text = error.render().to_string();
+    let mut text = error.render().to_string();
+    // A URL that was refused may hold a password or a query with a key: it is shown
+    // without them.
+    if let (
+        Some(clap::error::ContextValue::String(arg)),
+        Some(clap::error::ContextValue::String(value)),
+    ) = (
+        error.get(clap::error::ContextKind::InvalidArg),
+        error.get(clap::error::ContextKind::InvalidValue),
+    ) && arg.ends_with("<URL>")
+        && !value.is_empty()
+    {
+        text = text.replace(
+            value.as_str(),
+            &brain_tools_config::text::redacted_url(value),
+        );
+    }
     let text = text.strip_prefix("error: ").unwrap_or(&text);
     text.split("\n\n")
         .filter(|part| {

@@ -1602,7 +1602,9 @@ fn rows(fx: &Fixtures, servers: &Servers) -> Vec<Row> {
             fx,
             e(CredentialStore, NotSent),
         )
-        .contains("is not a grant record"),
+        .contains(
+            "is not a grant record; run `mcp-tools logout --config <host-config.json> --tool ",
+        ),
         grant_row(
             "the credential store (PostgreSQL) hangs when a token needs renewing",
             grants::Case::StoreHangs,
@@ -1640,6 +1642,46 @@ fn rows(fx: &Fixtures, servers: &Servers) -> Vec<Row> {
             e(Protocol, NotSent),
         )
         .contains("pins; remove the field"),
+        // Answers about a task that break the protocol: the call ends `protocol` and gives
+        // its own task, last seen running, up with `tasks/cancel`.
+        row(
+            "a tasks/get answer about another task (completed, with a result)",
+            "http",
+            "2026-07-28",
+            http(modern, "task"),
+            json!({"answer": "other_task"}),
+            e(Protocol, Delivered),
+        )
+        .task_requests(1, 1)
+        .contains("an answer to tasks/get about another task"),
+        row(
+            "a tasks/get answer: completed without a result",
+            "http",
+            "2026-07-28",
+            http(modern, "task"),
+            json!({"answer": "no_result"}),
+            e(Protocol, Delivered),
+        )
+        .task_requests(1, 1),
+        row(
+            "a tasks/get answer with a status no revision defines",
+            "http",
+            "2026-07-28",
+            http(modern, "task"),
+            json!({"answer": "unknown_status"}),
+            e(Protocol, Delivered),
+        )
+        .task_requests(1, 1),
+        row(
+            "a JSON-RPC error to tasks/get while the task runs",
+            "http",
+            "2026-07-28",
+            http(modern, "task"),
+            json!({"answer": "rpc_error"}),
+            e(Protocol, Delivered),
+        )
+        .task_requests(1, 1)
+        .contains("JSON-RPC error -32602"),
     ]
 }
 
@@ -2203,6 +2245,10 @@ row_tests! {
     r106 = 106,
     r107 = 107,
     r108 = 108,
+    r109 = 109,
+    r110 = 110,
+    r111 = 111,
+    r112 = 112,
 }
 
 /// Builds the testkit binaries once per test run.

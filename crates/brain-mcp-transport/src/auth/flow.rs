@@ -47,6 +47,7 @@ use super::{
 };
 use crate::{
     dpop::{self, Dpop, DpopKey, Nonces},
+    endpoint::redacted_url,
     error::{CallError, Challenge},
     grant::{
         AuthorizationCodeGrant, ClientAuthentication, ClientCredentialsGrant, DEFAULT_REDIRECT_URI,
@@ -76,20 +77,26 @@ pub(super) struct Ctx<'a> {
 
 /// The error for a credential store that failed: `credential_store`, not sent, with the
 /// store's message (it names the file or key, and holds no secret).
+/// A grant the store cannot read is marked (`CallError::unreadable_grant`), so that the
+/// message can name the command that repairs it: this crate does not know it.
 pub(super) fn store_failed(error: &StoreError) -> CallError {
     let detail = match error.kind() {
         StoreErrorKind::Unavailable => format!("the credential store is unavailable: {error}"),
-        StoreErrorKind::Corrupt => format!(
-            "the credential store holds a grant it cannot read: {error}; logging out removes it, \
-             logging in again replaces it"
-        ),
+        StoreErrorKind::Corrupt => {
+            format!("the credential store holds a grant it cannot read: {error}")
+        }
         _ => format!("the credential store failed: {error}"),
     };
-    CallError::new(
+    let failed = CallError::new(
         crate::error::ErrorKind::CredentialStore,
         crate::error::Delivery::NotSent,
         detail,
-    )
+    );
+    if error.kind() == StoreErrorKind::Corrupt {
+        failed.unreadable()
+    } else {
+        failed
+    }
 }
 
 /// Waits for the lease on a grant, polling with backoff (5 ms, doubling to 200 ms), until
@@ -775,7 +782,7 @@ impl Entry {
             };
             return Err(failed(format!(
                 "the server's authorization server {found}, not the pinned issuer {}",
-                one_line(pinned, 120)
+                one_line(&redacted_url(pinned), 120)
             )));
         }
         // Without an issuer (the 2025-03-26 default endpoints), the token endpoint's
@@ -1757,6 +1764,36 @@ fn jwt_algorithm(algorithm: crate::grant::SigningAlgorithm) -> JwtSigningAlgorit
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn only_a_grant_the_store_cannot_read_is_marked_unreadable() {
+        use super::{StoreError, StoreErrorKind, store_failed};
+        // (kind, marked, how the detail begins)
+        let cases = [
+            (
+                StoreErrorKind::Corrupt,
+                true,
+                "the credential store holds a grant it cannot read: f.json is not a grant record",
+            ),
+            (
+                StoreErrorKind::Unavailable,
+                false,
+                "the credential store is unavailable",
+            ),
+            (StoreErrorKind::Failed, false, "the credential store failed"),
+        ];
+        for (kind, marked, detail) in cases {
+            let error = store_failed(&StoreError::new(kind, "f.json is not a grant record"));
+            assert_eq!(error.kind(), crate::error::ErrorKind::CredentialStore);
+            assert_eq!(error.unreadable_grant(), marked, "{kind:?}");
+            assert!(error.detail().starts_with(detail), "{}", error.detail());
+            assert!(
+                !error.detail().contains("logging out"),
+                "{}",
+                error.detail()
+            );
+        }
+    }
+
     #[test]
     fn a_workload_token_goes_only_where_it_is_meant_to() {
         use base64::Engine as _;

@@ -343,7 +343,7 @@ pub(crate) async fn call(
                 let detail = session.explain(&request.endpoint).await;
                 error = error.with_detail_suffix(&detail);
             }
-            (Err(error), cancel_reason(&stop))
+            (Err(error), cancel_reason(&stop, state.task().is_some()))
         }
     };
     finishing.finish(abandoned);

@@ -28,6 +28,8 @@ pub struct CallError {
     /// The server answered the call (with a JSON-RPC error): another context would get
     /// the same answer.
     answered: bool,
+    /// The credential store holds the tenant's grant and cannot read it.
+    unreadable_grant: bool,
 }
 
 /// A server's refusal of a request for want of authorization: the status (401, or 403)
@@ -66,6 +68,7 @@ impl CallError {
             challenge: None,
             call_refused: false,
             answered: false,
+            unreadable_grant: false,
         }
     }
 
@@ -82,6 +85,7 @@ impl CallError {
             challenge: None,
             call_refused: false,
             answered: false,
+            unreadable_grant: false,
         }
     }
 
@@ -94,6 +98,12 @@ impl CallError {
     /// Marks the error as the server's answer to the call.
     pub(crate) fn answered(mut self) -> Self {
         self.answered = true;
+        self
+    }
+
+    /// Marks a credential store error as a grant the store holds and cannot read.
+    pub(crate) fn unreadable(mut self) -> Self {
+        self.unreadable_grant = true;
         self
     }
 
@@ -130,6 +140,14 @@ impl CallError {
     /// Whether the server may have run the tool.
     pub fn delivery(&self) -> Delivery {
         self.delivery
+    }
+
+    /// Whether the credential store holds the tenant's grant but cannot read it (a torn
+    /// or edited file, a row sealed with a key this host does not have; kind
+    /// [`ErrorKind::CredentialStore`]): removing the grant (`mcp-tools logout`) or making
+    /// it again (`mcp-tools login`) repairs it, which a message can tell the operator.
+    pub fn unreadable_grant(&self) -> bool {
+        self.unreadable_grant
     }
 
     /// The HTTP status, for [`ErrorKind::HttpStatus`].

@@ -260,10 +260,17 @@ pub(crate) async fn abandon(peer: &Peer<RoleClient>, abandoned: Abandoned, bound
     }
 }
 
-/// Why a call gave up what was running on the server (the reason sent with
-/// `notifications/cancelled`; a task gets `tasks/cancel`). `None` when the stop needs no
-/// notice (the request failed on its own, the task ended or the server forgot it).
-pub(crate) fn cancel_reason(stop: &Stop) -> Option<&'static str> {
+/// Why a call gave up what was running on the server: the reason sent with
+/// `notifications/cancelled` for its request, or, once the call became a task (`task`),
+/// that it gives the task up (`tasks/cancel`). `None` when the stop needs no notice.
+///
+/// Without a task: a request that failed on its own (a transport error, a JSON-RPC error,
+/// an answer that is not a result) has nothing left running to cancel. With a task, only
+/// the task's own end (failed, cancelled by the server) needs none: any other stop leaves
+/// the task as last seen, running, also when the server's answer about it broke the
+/// protocol (a completed task without a result, a status this client does not know, an
+/// answer about another task, a `tasks/get` refused or failed for good).
+pub(crate) fn cancel_reason(stop: &Stop, task: bool) -> Option<&'static str> {
     match stop {
         Stop::Timeout => Some("timeout"),
         Stop::Cancelled => Some("cancelled by the caller"),
@@ -271,12 +278,10 @@ pub(crate) fn cancel_reason(stop: &Stop) -> Option<&'static str> {
         // A task waiting for input this host does not give would wait for ever.
         Stop::InputRefused(_) => Some("the task asked for input this host does not give"),
         Stop::TaskExpired { .. } => Some("the task outlived its time to live"),
-        Stop::Failed(_)
-        | Stop::NotAResult(_)
-        | Stop::TaskFailed(_)
-        | Stop::TaskCancelled
-        | Stop::PollRefused(_)
-        | Stop::PollFailed(_) => None,
+        Stop::TaskFailed(_) | Stop::TaskCancelled => None,
+        Stop::Failed(_) | Stop::NotAResult(_) | Stop::PollRefused(_) | Stop::PollFailed(_) => {
+            task.then_some("the server's answers about the task broke the protocol")
+        }
     }
 }
 
@@ -476,6 +481,44 @@ mod tests {
                 ),
                 None => assert_eq!(hint, None, "{stop:?} {era:?} {tasks}"),
             }
+        }
+    }
+
+    #[test]
+    fn a_task_is_given_up_unless_it_ended_a_request_only_when_still_running() {
+        let error = || ErrorData::new(ErrorCode(-32602), "unknown task", None);
+        let is = |reason: Option<&str>| reason.is_some();
+        // (stop, cancelled without a task, with one)
+        let cases = [
+            (Stop::Timeout, true, true),
+            (Stop::Cancelled, true, true),
+            (Stop::Overflow, true, true),
+            (Stop::InputRefused(error()), true, true),
+            (Stop::TaskExpired { ttl_ms: 5 }, true, true),
+            // A request that failed on its own has nothing left running; a task the
+            // server's broken answers leave running is given up.
+            (Stop::Failed(ServiceError::TransportClosed), false, true),
+            (Stop::Failed(ServiceError::McpError(error())), false, true),
+            (
+                Stop::NotAResult("an answer about another task"),
+                false,
+                true,
+            ),
+            (Stop::PollRefused(error()), false, true),
+            (Stop::PollFailed(Failure::Broken), false, true),
+            // The task ended on the server.
+            (Stop::TaskFailed(error()), false, false),
+            (Stop::TaskCancelled, false, false),
+        ];
+        for (stop, without, with) in cases {
+            assert_eq!(
+                (
+                    is(cancel_reason(&stop, false)),
+                    is(cancel_reason(&stop, true))
+                ),
+                (without, with),
+                "{stop:?}"
+            );
         }
     }
 

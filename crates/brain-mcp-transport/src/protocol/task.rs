@@ -44,6 +44,8 @@ pub(crate) const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(1);
 pub(crate) const MAX_POLL_INTERVAL: Duration = Duration::from_secs(30);
 /// At most this many `tasks/update` answers per task.
 const MAX_INPUT_ROUNDS: usize = 8;
+/// What an answer to `tasks/get` naming another task is, in the call's error.
+const ANOTHER_TASK: &str = "an answer to tasks/get about another task than the call's";
 
 /// The wait before the next poll: the server's suggestion within our bounds, doubled for
 /// every poll in a row that failed on the wire (still within the bounds).
@@ -225,6 +227,11 @@ pub(crate) async fn follow(
             Err(error) => return Err(Stop::Failed(error)),
         };
         failed_in_a_row = 0;
+        // An answer about another task says nothing of this one: believing its result
+        // would hand the call someone else's answer.
+        if detailed.task.task_id != tracked.id {
+            return Err(Stop::NotAResult(ANOTHER_TASK));
+        }
         tracked.update(&detailed.task);
         tracked.report(&detailed.task, state);
         match detailed.payload {

@@ -11,7 +11,7 @@ use brain_mcp_transport::{
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::support::{GRACE, Ran, client, client_with, request, run, started};
+use crate::support::{GRACE, Ran, client, client_with, cold_client, request, run, started};
 
 async fn task_call(client: &McpClient, endpoint: &Endpoint, tool: &str, args: Value) -> Ran {
     run(
@@ -211,6 +211,83 @@ async fn the_deadline_and_the_caller_give_the_task_up_with_tasks_cancel() {
     let seen = settled(&server).await;
     assert_eq!(seen.method("tasks/cancel"), 2);
     assert_eq!(seen.method("tools/call"), 2);
+}
+
+#[tokio::test]
+async fn answers_about_a_task_that_break_the_protocol_end_the_call_and_give_the_task_up() {
+    let (server, endpoint) = started(Era::Modern).await;
+    let client = client(EraPreference::Modern);
+    // (the second poll's answer, a phrase of the message)
+    let cases = [
+        // Completed, with a result: another task's, never this call's.
+        ("other_task", "an answer to tasks/get about another task"),
+        ("no_result", "an answer to tasks/get that is not a task"),
+        (
+            "unknown_status",
+            "an answer to tasks/get that is not a task",
+        ),
+        (
+            "rpc_error",
+            "answered a request about the task with JSON-RPC error -32602",
+        ),
+    ];
+    for (n, (answer, phrase)) in cases.into_iter().enumerate() {
+        let ran = task_call(
+            &client,
+            &endpoint,
+            "task",
+            json!({"answer": answer, "polls": 2}),
+        )
+        .await;
+        let error = ran.error();
+        assert_eq!(
+            failure(&ran),
+            (ErrorKind::Protocol, Delivery::Delivered),
+            "{answer}: {error}"
+        );
+        assert!(error.detail().contains(phrase), "{answer}: {error}");
+        assert!(!error.detail().contains("another task's result"), "{error}");
+        // The task was last seen running: it is given up, the call's own task and no other.
+        let seen = settled(&server).await;
+        let polled: Vec<_> = seen
+            .task_requests
+            .iter()
+            .filter(|r| r["method"] == "tasks/get")
+            .collect();
+        let cancels: Vec<_> = seen
+            .task_requests
+            .iter()
+            .filter(|r| r["method"] == "tasks/cancel")
+            .collect();
+        assert_eq!(cancels.len(), n + 1, "{answer}: {:?}", seen.task_requests);
+        let own = polled.last().unwrap().get("task_id");
+        assert!(own.is_some());
+        assert_eq!(cancels[n].get("task_id"), own, "{answer}");
+        assert_eq!(cancels[n].get("mcp-name"), own, "{answer}");
+        assert_eq!(seen.method("tasks/get"), 2 * (n as u64 + 1), "{answer}");
+        assert_eq!(seen.method("tools/call"), n as u64 + 1);
+        assert_eq!(
+            seen.method("notifications/cancelled"),
+            0,
+            "never for a task"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_call_refused_on_its_own_sends_no_cancel_notice() {
+    let (server, endpoint) = started(Era::Legacy).await;
+    let client = cold_client(EraPreference::Legacy);
+    // The server answers the call with a JSON-RPC error: nothing is left running. A
+    // notice would go before the session's DELETE.
+    let ran = task_call(&client, &endpoint, "task", json!({})).await;
+    assert_eq!(failure(&ran), (ErrorKind::Protocol, Delivery::NotSent));
+    let seen = server
+        .wait_for(|c| c.sessions_closed == 1, Duration::from_secs(5))
+        .await;
+    assert_eq!(seen.sessions_closed, 1);
+    assert_eq!(seen.method("notifications/cancelled"), 0);
+    assert_eq!(seen.method("tasks/cancel"), 0);
 }
 
 #[tokio::test]

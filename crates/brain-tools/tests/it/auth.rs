@@ -240,6 +240,42 @@ async fn an_unset_secret_variable_is_a_missing_token_that_names_it() {
     );
 }
 
+/// The login command is pasted into a shell: a config path with a space, a tenant with
+/// a space and an ESC come back as they are, and no ESC reaches the terminal raw; the
+/// store's flags the host gives are in it.
+#[tokio::test]
+async fn the_login_command_is_quoted_for_a_shell() {
+    let server = Scripted::start().await;
+    let tenant = "acme corp\u{1b}[2J";
+    let mut config = config(&server.url());
+    config["tools"][2]["tenants"] = json!([tenant]);
+    let loaded = HostConfig::from_json_value_with_env(&config, |_| true).unwrap();
+    let host = ToolHost::builder(loaded.config)
+        .client(
+            McpClient::new(
+                ClientOptions::default()
+                    .warm_contexts(false)
+                    .credential_store(Arc::new(MemoryCredentialStore::new())),
+            )
+            .unwrap(),
+        )
+        .config_path("/etc/brain/my host.json")
+        .store_flags("--store '/var/lib/brain grants'")
+        .build()
+        .unwrap();
+    let (result, _) = call(&host, tenant, "files").await;
+    let error = result.error.unwrap();
+    assert_eq!(error.kind, ErrorKind::AuthorizationRequired);
+    assert!(
+        error.message.ends_with(
+            r"run `mcp-tools login --config '/etc/brain/my host.json' --tool files --tenant $'acme corp\x1b[2J' --store '/var/lib/brain grants'`"
+        ),
+        "{}",
+        error.message
+    );
+    assert!(!error.message.contains('\u{1b}'), "{}", error.message);
+}
+
 #[tokio::test]
 async fn a_tenant_without_a_grant_is_told_the_login_command() {
     let server = Scripted::start().await;

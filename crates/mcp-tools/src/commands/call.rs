@@ -56,6 +56,7 @@ pub(crate) async fn run(args: CallArgs, signals: Signals) -> Outcome {
     let host = ToolHost::builder(loaded.config)
         .client(client.clone())
         .config_path(args.config.display().to_string())
+        .store_flags(shell::store_flags(&args.store))
         .build()
         .map_err(|error| Exit::Failed(error.to_string()))?;
     let call_id = args.call.unwrap_or_else(|| {

@@ -14,7 +14,11 @@ use crate::{
         diff::diff,
         exit::{Exit, Outcome},
         models,
-        output::{escape::escape, out, outln, progress::Spinner},
+        output::{
+            escape::{escape, redacted_url},
+            out, outln,
+            progress::Spinner,
+        },
         shell, store,
     },
 };
@@ -83,17 +87,22 @@ async fn grants(
             .filter(|binding| binding.tenants.iter().any(|t| t == tenant))
             .map(|binding| binding.name.as_str())
             .collect();
-        let login = format!(
-            "mcp-tools login {} --tenant {}{}",
-            shell::binding_flags(&args.config, names[0]),
-            shell::word(tenant),
-            shell::store_flags(&args.store)
-        );
+        let command = |command: &str| {
+            format!(
+                "mcp-tools {command} {} --tenant {}{}",
+                shell::binding_flags(&args.config, names[0]),
+                shell::word(tenant),
+                shell::store_flags(&args.store)
+            )
+        };
+        let login = command("login");
+        // A tenant is any string a config holds: shown escaped.
+        let shown = escape(tenant, false);
         let authorization = auth::stored_authorization(tenant, server_auth)?;
         match client.grant_status(url, &authorization).await {
             Ok(GrantStatus::Stored(summary)) if summary.usable => {
                 outln!(
-                    "{}: tenant {tenant}'s grant: {}",
+                    "{}: tenant {shown}'s grant: {}",
                     names.join(", "),
                     auth::describe(&summary)
                 );
@@ -102,7 +111,7 @@ async fn grants(
             Ok(GrantStatus::Stored(summary)) => {
                 *missing += 1;
                 outln!(
-                    "{}: tenant {tenant}'s grant can no longer be used ({}); run `{login}`",
+                    "{}: tenant {shown}'s grant can no longer be used ({}); run `{login}`",
                     names.join(", "),
                     auth::describe(&summary)
                 );
@@ -110,19 +119,28 @@ async fn grants(
             Ok(GrantStatus::Missing) => {
                 *missing += 1;
                 outln!(
-                    "{}: tenant {tenant} has no grant for {url}; run `{login}`",
-                    names.join(", ")
+                    "{}: tenant {shown} has no grant for {}; run `{login}`",
+                    names.join(", "),
+                    redacted_url(url)
                 );
             }
             // Tokens are obtained at call time: nothing to check in a store.
             Ok(_) => usable.push(tenant.to_owned()),
             Err(error) => {
                 *missing += 1;
+                let repair = if error.unreadable_grant() {
+                    format!(
+                        "; run `{}` to remove it, or `{login}` to make it again",
+                        command("logout")
+                    )
+                } else {
+                    String::new()
+                };
                 outln!(
-                    "{}: cannot read tenant {tenant}'s grant ({}): {}",
+                    "{}: cannot read tenant {shown}'s grant ({}): {}{repair}",
                     names.join(", "),
                     error.kind().as_str(),
-                    error.detail()
+                    escape(error.detail(), false)
                 );
             }
         }

@@ -12,7 +12,11 @@ use crate::{
         config,
         exit::{Exit, Outcome},
         merge, models,
-        output::{escape::escape, out, outln, progress::Spinner},
+        output::{
+            escape::{escape, redacted_url},
+            json, out, outln,
+            progress::Spinner,
+        },
         shell, stdio, store,
     },
 };
@@ -61,9 +65,10 @@ fn server(args: &DiscoverArgs) -> Result<(McpServer, Option<String>), Exit> {
                 if let McpServer::Http { auth: slot, .. } = &mut server {
                     *slot = Some(parsed);
                 }
+                // A query may hold a credential: it is not repeated (see the hint).
                 flags = Some(format!(
                     "--url {} --auth {}",
-                    shell::word(url),
+                    shell::word(&redacted_url(url)),
                     shell::word(text)
                 ));
             }
@@ -156,9 +161,14 @@ pub(crate) async fn run(args: DiscoverArgs) -> Outcome {
             if error.kind() == ErrorKind::AuthorizationRequired
                 && let Some(flags) = &login_flags
             {
+                let query = if flags.contains("?<redacted>") {
+                    " (with the query of your -url in place of <redacted>)"
+                } else {
+                    ""
+                };
                 eprintln!(
-                    "mcp-tools: authorize tenant {} first: mcp-tools login {flags} --tenant {}{}",
-                    tenants[0],
+                    "mcp-tools: authorize tenant {} first: mcp-tools login {flags} --tenant {}{}{query}",
+                    escape(&tenants[0], false),
                     shell::word(&tenants[0]),
                     shell::store_flags(&args.store)
                 );
@@ -242,7 +252,7 @@ fn output(
 
     review(&bindings);
     models(args, &bindings, |_| true)?;
-    let json = serde_json::to_string_pretty(&bindings)
+    let json = json::to_string_pretty(&bindings)
         .map_err(|error| Exit::Failed(format!("cannot print the bindings: {error}")))?;
     outln!("{json}");
     Ok(())

@@ -12,7 +12,10 @@ use crate::{
         auth::{self, LoopbackAuthorizer, Protected, describe},
         client::{self, era},
         exit::{Exit, Outcome},
-        output::outln,
+        output::{
+            escape::{escape, redacted_url},
+            outln,
+        },
         shell, store,
     },
 };
@@ -63,24 +66,26 @@ pub(crate) async fn run(args: LoginArgs) -> Outcome {
     match authorized {
         Ok(GrantStatus::Stored(summary)) => {
             outln!(
-                "tenant {tenant} is authorized for {}: {}; stored in {}",
-                target.url,
+                "tenant {} is authorized for {}: {}; stored in {}",
+                escape(tenant, false),
+                redacted_url(&target.url),
                 describe(&summary),
-                store.place
+                escape(&store.place, false)
             );
             Ok(())
         }
         Ok(GrantStatus::AtCallTime) => {
             outln!(
-                "{}: a token was obtained for tenant {tenant}; {} tokens are obtained at call time, so nothing is stored",
-                target.url,
+                "{}: a token was obtained for tenant {}; {} tokens are obtained at call time, so nothing is stored",
+                redacted_url(&target.url),
+                escape(tenant, false),
                 target.auth.type_name()
             );
             Ok(())
         }
         Ok(GrantStatus::Missing) => Err(Exit::Failed(format!(
             "{} listed its tools without asking for authorization, so there was nothing to authorize and no grant is stored",
-            target.url
+            redacted_url(&target.url)
         ))),
         Ok(other) => Err(Exit::Failed(format!(
             "the grant is in an unexpected state: {other:?}"

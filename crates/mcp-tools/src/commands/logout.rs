@@ -8,7 +8,10 @@ use crate::{
     runtime::{
         auth, client,
         exit::{Exit, Outcome},
-        output::outln,
+        output::{
+            escape::{escape, redacted_url},
+            outln,
+        },
         store,
     },
 };
@@ -35,21 +38,21 @@ pub(crate) async fn run(args: LogoutArgs) -> Outcome {
             error.detail()
         ))
     })?;
+    let (url, tenant, dir) = (
+        redacted_url(&target.url),
+        escape(tenant, false),
+        escape(&dir, false),
+    );
     match (&target.auth, removed) {
-        (McpAuth::OAuth(_), 0) => outln!(
-            "tenant {tenant} had no grant for {} in {}; nothing to remove",
-            target.url,
-            dir
-        ),
+        (McpAuth::OAuth(_), 0) => {
+            outln!("tenant {tenant} had no grant for {url} in {dir}; nothing to remove");
+        }
         (McpAuth::OAuth(_), removed) => outln!(
-            "removed {removed} grant{} of tenant {tenant} for {} from {}",
+            "removed {removed} grant{} of tenant {tenant} for {url} from {dir}",
             if removed == 1 { "" } else { "s" },
-            target.url,
-            dir
         ),
         (auth, _) => outln!(
-            "{}: {} tokens are kept in memory only, never stored; nothing to remove",
-            target.url,
+            "{url}: {} tokens are kept in memory only, never stored; nothing to remove",
             auth.type_name()
         ),
     }

@@ -263,7 +263,7 @@ impl Authorizer for LoopbackAuthorizer {
         eprintln!(
             "To authorize tenant {} for {}, open this URL in a browser:\n\n  {}\n\nWaiting for the redirect to {} (Ctrl-C to give up) ...",
             escape::line(&prompt.tenant, 200),
-            escape::line(&prompt.resource, 500),
+            escape::redacted_url(&prompt.resource),
             prompt.authorization_url,
             escape::line(&prompt.redirect_uri, 500),
         );
@@ -410,7 +410,7 @@ async fn paste(prompt: &AuthorizationPrompt) -> Result<String, HostAuthError> {
     eprintln!(
         "To authorize tenant {} for {}, open this URL in a browser:\n\n  {}\n\nThen paste here the address the browser was sent to ({}...):",
         escape::line(&prompt.tenant, 200),
-        escape::line(&prompt.resource, 500),
+        escape::redacted_url(&prompt.resource),
         prompt.authorization_url,
         escape::line(&prompt.redirect_uri, 500),
     );

@@ -13,10 +13,12 @@ use std::{
 };
 
 use brain_tools_config::{HostConfig, Loaded, ToolBinding};
-use serde::Serialize;
 use serde_json::Value;
 
-use crate::runtime::{exit::Exit, output::escape::escape};
+use crate::runtime::{
+    exit::Exit,
+    output::{escape::escape, json},
+};
 
 /// What the merge does to one binding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -212,12 +214,9 @@ fn indentation(bytes: &[u8]) -> String {
 }
 
 fn pretty(document: &Value, indent: &str) -> serde_json::Result<Vec<u8>> {
-    let mut bytes = Vec::new();
-    let formatter = serde_json::ser::PrettyFormatter::with_indent(indent.as_bytes());
-    let mut serializer = serde_json::Serializer::with_formatter(&mut bytes, formatter);
-    document.serialize(&mut serializer)?;
-    bytes.push(b'\n');
-    Ok(bytes)
+    let mut text = json::indented(document, indent.as_bytes())?;
+    text.push('\n');
+    Ok(text.into_bytes())
 }
 
 /// A span of the text: `start..end` in bytes.
@@ -358,7 +357,7 @@ fn splice(text: &str, replaced: &[(usize, Value)], added: &[Value], unit: &str) 
             let pretty = String::from_utf8(pretty(value, unit).ok()?).ok()?;
             Some(pretty.trim_end().replace('\n', &format!("\n{indent}")))
         } else {
-            serde_json::to_string(value).ok()
+            json::to_string(value).ok()
         }
     };
     // Edits from the end of the text backwards, so earlier spans stay valid.
@@ -553,6 +552,32 @@ mod tests {
             "{shown}"
         );
         assert_escaped(&shown);
+    }
+
+    #[test]
+    fn what_a_server_chose_is_written_with_json_escapes_and_reads_back_the_same() {
+        use crate::runtime::output::escape::hostile::TEXT;
+        let mut hostile = binding("docs_fetch", TEXT);
+        hostile.description = format!("fetches {TEXT}");
+        // Spliced into the file as it was, and written whole (no `tools` key yet).
+        for original in [
+            Some(CONFIG.as_bytes()),
+            Some(br#"{"tools": []}"#.as_slice()),
+            None,
+        ] {
+            let plan = plan(original, "host.json", &[hostile.clone()], false).unwrap();
+            let text = std::str::from_utf8(&plan.bytes).unwrap();
+            let raw: Vec<char> = text
+                .chars()
+                .filter(|&c| brain_tools_config::text::is_hidden(c) && c != '\n')
+                .collect();
+            assert!(raw.is_empty(), "{raw:?} raw in {text}");
+            assert!(text.contains(r"x\u001b[31m\u009b2J\u202e\u2066\u200b\udb40\udc41y"));
+            let merged: Value = serde_json::from_slice(&plan.bytes).unwrap();
+            let added = merged["tools"].as_array().unwrap().last().unwrap().clone();
+            assert_eq!(added["mcp_tool"], TEXT);
+            assert_eq!(added["description"], format!("fetches {TEXT}"));
+        }
     }
 
     #[test]

@@ -10,7 +10,7 @@ use brain_tools_providers::{
     Effect, Evidence, Finding, Place, Provider, Report as Checked, Verdict,
 };
 
-use crate::cli::Model;
+use crate::{cli::Model, runtime::output::json};
 
 /// How many paths of one rule a line names before it says how many more there are.
 const PATHS_SHOWN: usize = 3;
@@ -73,7 +73,7 @@ impl Report {
 
     /// The library's report as JSON: every finding, the verdicts.
     pub(crate) fn to_json(&self) -> String {
-        serde_json::to_string_pretty(&self.checked).unwrap_or_default() + "\n"
+        json::to_string_pretty(&self.checked).unwrap_or_default() + "\n"
     }
 
     fn models(&self) -> String {

@@ -8,17 +8,11 @@ use crate::{
     runtime::store,
 };
 
-/// A word as a POSIX shell reads it back: bare when it is plain, else single-quoted.
+/// A word as a POSIX shell reads it back: bare when it is plain, else quoted; a word with
+/// a control, bidirectional or invisible character as `$'...'`, so that the command holds
+/// none raw (`brain_tools_config::text::shell_word`).
 pub(crate) fn word(word: &str) -> String {
-    let plain = !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./:=@,+".contains(c));
-    if plain {
-        word.to_owned()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
-    }
+    brain_tools_config::text::shell_word(word)
 }
 
 /// The flags that name a config's binding, as `login` and discovery take them.
@@ -76,7 +70,8 @@ mod tests {
     fn shell_words_survive_a_shell() {
         assert_eq!(word("acme"), "acme");
         assert_eq!(word("host config.json"), "'host config.json'");
-        assert_eq!(word("it's"), r"'it'\''s'");
+        assert_eq!(word("it's"), r#""it's""#);
         assert_eq!(word(""), "''");
+        assert_eq!(word("a\u{1b}[2Jb"), r"$'a\x1b[2Jb'");
     }
 }

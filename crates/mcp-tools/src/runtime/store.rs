@@ -18,6 +18,7 @@ use crate::{cli::StoreArgs, runtime::exit::Exit};
 /// The variable that names the credential store when `--store` is not given.
 const STORE_VARIABLE: &str = "MCP_TOOLS_STORE";
 /// The variable that holds a PostgreSQL store's key ring when `--store-keys` is not given.
+#[cfg(feature = "postgres")]
 const STORE_KEYS_VARIABLE: &str = "MCP_TOOLS_STORE_KEYS";
 
 /// Whether a store location is a database URL rather than a folder.

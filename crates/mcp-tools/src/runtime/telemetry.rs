@@ -12,6 +12,9 @@
 
 use std::time::Duration;
 
+#[cfg(any(feature = "otel", test))]
+use crate::runtime::output::escape::redacted_url;
+
 /// How long exporting what is left may hold the process's exit, after the command has
 /// printed its outcome.
 pub(crate) const FLUSH_BOUND: Duration = Duration::from_secs(2);
@@ -21,11 +24,99 @@ pub(crate) const FLUSH_BOUND: Duration = Duration::from_secs(2);
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Signal {
     /// Exported over OTLP/HTTP to the configured endpoint.
-    Export,
+    Export(Endpoint),
     /// Not exported: nothing configured, or turned off.
     Off,
     /// Not exported: the configuration asks for what this binary cannot do (the warning).
     Unsupported(String),
+}
+
+/// Where a signal goes: the URL of its requests, without user info, and the user info
+/// as the value of an `Authorization: Basic` header. So no URL the HTTP client sees (nor
+/// its connection pool, which logs its key at trace level, nor an error) holds a
+/// password. Its `Debug` shows neither.
+#[cfg(any(feature = "otel", test))]
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) struct Endpoint {
+    pub(crate) url: String,
+    pub(crate) authorization: Option<String>,
+}
+
+#[cfg(any(feature = "otel", test))]
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("url", &redacted_url(&self.url))
+            .field(
+                "authorization",
+                &self.authorization.as_ref().map(|_| "<redacted>"),
+            )
+            .finish()
+    }
+}
+
+/// The endpoint of a signal from a variable's `value`; `path` (`v1/traces`) is appended
+/// to the path of the general endpoint, as the specification says, and not to a signal's
+/// own. `Err`: why it is not a usable URL, without the value (it may hold a password).
+#[cfg(any(feature = "otel", test))]
+fn endpoint(value: &str, path: Option<&str>) -> Result<Endpoint, String> {
+    use base64::Engine as _;
+    let mut url = url::Url::parse(value).map_err(|error| error.to_string())?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err("not an http or https URL".to_owned());
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err("no host".to_owned());
+    }
+    if let Some(path) = path {
+        let joined = format!("{}/{path}", url.path().trim_end_matches('/'));
+        url.set_path(&joined);
+    }
+    let authorization = if url.username().is_empty() && url.password().is_none() {
+        None
+    } else {
+        let credentials = format!(
+            "{}:{}",
+            percent_decoded(url.username()),
+            percent_decoded(url.password().unwrap_or_default())
+        );
+        // Both succeed on a URL with a host.
+        let _ = url.set_username("");
+        let _ = url.set_password(None);
+        Some(format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(credentials)
+        ))
+    };
+    Ok(Endpoint {
+        url: url.into(),
+        authorization,
+    })
+}
+
+/// `text` with its `%XX` escapes decoded (user info in a URL is percent-encoded).
+#[cfg(any(feature = "otel", test))]
+fn percent_decoded(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        let escaped = (bytes[at] == b'%')
+            .then(|| text.get(at + 1..at + 3))
+            .flatten()
+            .and_then(|hex| u8::from_str_radix(hex, 16).ok());
+        match escaped {
+            Some(byte) => {
+                out.push(byte);
+                at += 3;
+            }
+            None => {
+                out.push(bytes[at]);
+                at += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// What to export, from the environment (`env` reads a variable).
@@ -69,11 +160,18 @@ pub(crate) fn plan(env: impl Fn(&str) -> Option<String>) -> Plan {
             }
         }
         let upper = signal.to_ascii_uppercase();
-        let endpoint = set(&format!("OTEL_EXPORTER_OTLP_{upper}_ENDPOINT"))
-            .or_else(|| set("OTEL_EXPORTER_OTLP_ENDPOINT"));
-        if endpoint.is_none() {
-            return Signal::Off;
-        }
+        let own = format!("OTEL_EXPORTER_OTLP_{upper}_ENDPOINT");
+        let (endpoint_variable, value, path) = match set(&own) {
+            Some(value) => (own, value, None),
+            None => match set("OTEL_EXPORTER_OTLP_ENDPOINT") {
+                Some(value) => (
+                    "OTEL_EXPORTER_OTLP_ENDPOINT".to_owned(),
+                    value,
+                    Some(format!("v1/{}", signal.to_ascii_lowercase())),
+                ),
+                None => return Signal::Off,
+            },
+        };
         let protocol_variable = format!("OTEL_EXPORTER_OTLP_{upper}_PROTOCOL");
         let (variable, protocol) = match set(&protocol_variable) {
             Some(protocol) => (protocol_variable, Some(protocol)),
@@ -83,9 +181,21 @@ pub(crate) fn plan(env: impl Fn(&str) -> Option<String>) -> Plan {
             ),
         };
         match protocol.as_deref() {
-            None | Some(PROTOBUF) => Signal::Export,
-            Some(other) => Signal::Unsupported(format!(
-                "{variable}={other} is not supported (only {PROTOBUF}): {} are not exported",
+            None | Some(PROTOBUF) => {}
+            Some(other) => {
+                return Signal::Unsupported(format!(
+                    "{variable}={other} is not supported (only {PROTOBUF}): {} are not exported",
+                    signal.to_ascii_lowercase()
+                ));
+            }
+        }
+        // The value is shown without user info and query: a malformed URL may hold a
+        // password as well as a valid one.
+        match endpoint(&value, path.as_deref()) {
+            Ok(endpoint) => Signal::Export(endpoint),
+            Err(why) => Signal::Unsupported(format!(
+                "{endpoint_variable} is not a usable URL ({why}: {}): {} are not exported",
+                redacted_url(&value),
                 signal.to_ascii_lowercase()
             )),
         }
@@ -123,7 +233,7 @@ impl Telemetry {
 
 #[cfg(feature = "otel")]
 mod pipeline {
-    use std::{sync::mpsc, time::Duration};
+    use std::{collections::HashMap, sync::mpsc, time::Duration};
 
     use brain_tools::ExportHttpClient;
     use opentelemetry::trace::TracerProvider as _;
@@ -134,8 +244,8 @@ mod pipeline {
         filter::{LevelFilter, Targets},
     };
 
-    use super::{Plan, Signal, plan};
-    use crate::runtime::logs::BoxedLayer;
+    use super::{Endpoint, Plan, Signal, plan};
+    use crate::runtime::{logs::BoxedLayer, output::escape::redacted_url};
 
     /// The exporters' providers, when something is exported.
     #[derive(Debug, Default)]
@@ -170,6 +280,21 @@ mod pipeline {
         }
     }
 
+    /// The exporter's headers beside those of `OTEL_EXPORTER_OTLP_HEADERS` (which win):
+    /// the endpoint's user info, as `Authorization: Basic`.
+    fn headers(endpoint: &Endpoint) -> HashMap<String, String> {
+        endpoint
+            .authorization
+            .iter()
+            .map(|value| ("authorization".to_owned(), value.clone()))
+            .collect()
+    }
+
+    /// An exporter's error without the endpoint's query (which may hold a key).
+    fn hidden(error: &str, endpoint: &Endpoint) -> String {
+        error.replace(&endpoint.url, &redacted_url(&endpoint.url))
+    }
+
     impl Telemetry {
         /// The pipeline the environment asks for. Must run on the tokio runtime the
         /// commands run on (the exporters' HTTP requests run there); the providers are
@@ -182,7 +307,7 @@ mod pipeline {
                     telemetry.warnings.push(warning.clone());
                 }
             }
-            if traces != Signal::Export && metrics != Signal::Export {
+            if !matches!(traces, Signal::Export(_)) && !matches!(metrics, Signal::Export(_)) {
                 return telemetry;
             }
             let client = match ExportHttpClient::new(timeout()) {
@@ -195,11 +320,13 @@ mod pipeline {
                 }
             };
             let resource = resource();
-            if traces == Signal::Export {
+            if let Signal::Export(endpoint) = &traces {
                 match opentelemetry_otlp::SpanExporter::builder()
                     .with_http()
                     .with_http_client(client.clone())
                     .with_protocol(Protocol::HttpBinary)
+                    .with_endpoint(endpoint.url.clone())
+                    .with_headers(headers(endpoint))
                     .build()
                 {
                     Ok(exporter) => {
@@ -210,16 +337,19 @@ mod pipeline {
                                 .build(),
                         );
                     }
-                    Err(error) => telemetry
-                        .warnings
-                        .push(format!("traces are not exported: {error}")),
+                    Err(error) => telemetry.warnings.push(format!(
+                        "traces are not exported: {}",
+                        hidden(&error.to_string(), endpoint)
+                    )),
                 }
             }
-            if metrics == Signal::Export {
+            if let Signal::Export(endpoint) = &metrics {
                 match opentelemetry_otlp::MetricExporter::builder()
                     .with_http()
                     .with_http_client(client)
                     .with_protocol(Protocol::HttpBinary)
+                    .with_endpoint(endpoint.url.clone())
+                    .with_headers(headers(endpoint))
                     .build()
                 {
                     Ok(exporter) => {
@@ -230,9 +360,10 @@ mod pipeline {
                         opentelemetry::global::set_meter_provider(provider.clone());
                         telemetry.metrics = Some(provider);
                     }
-                    Err(error) => telemetry
-                        .warnings
-                        .push(format!("metrics are not exported: {error}")),
+                    Err(error) => telemetry.warnings.push(format!(
+                        "metrics are not exported: {}",
+                        hidden(&error.to_string(), endpoint)
+                    )),
                 }
             }
             telemetry
@@ -293,6 +424,13 @@ mod pipeline {
 mod tests {
     use super::*;
 
+    fn export(url: &str) -> Signal {
+        Signal::Export(Endpoint {
+            url: url.to_owned(),
+            authorization: None,
+        })
+    }
+
     fn check(env: &[(&str, &str)], traces: Signal, metrics: Signal) {
         let found = plan(|name| {
             env.iter()
@@ -304,24 +442,32 @@ mod tests {
 
     #[test]
     fn nothing_is_exported_without_an_endpoint_and_the_standard_variables_choose() {
-        use Signal::{Export, Off};
+        use Signal::Off;
         let base = ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318");
+        #[allow(non_snake_case)]
+        let Export = || export("http://127.0.0.1:4318/v1/traces");
+        #[allow(non_snake_case)]
+        let Metrics = || export("http://127.0.0.1:4318/v1/metrics");
         check(&[], Off, Off);
         check(&[("OTEL_SERVICE_NAME", "host")], Off, Off);
-        check(&[base], Export, Export);
+        check(&[base], Export(), Metrics());
         check(&[("OTEL_EXPORTER_OTLP_ENDPOINT", " ")], Off, Off);
         check(&[base, ("OTEL_SDK_DISABLED", "true")], Off, Off);
         check(&[base, ("OTEL_SDK_DISABLED", "TRUE")], Off, Off);
-        check(&[base, ("OTEL_SDK_DISABLED", "false")], Export, Export);
-        check(&[base, ("OTEL_TRACES_EXPORTER", "none")], Off, Export);
-        check(&[base, ("OTEL_METRICS_EXPORTER", "none")], Export, Off);
-        check(&[base, ("OTEL_TRACES_EXPORTER", "otlp")], Export, Export);
+        check(&[base, ("OTEL_SDK_DISABLED", "false")], Export(), Metrics());
+        check(&[base, ("OTEL_TRACES_EXPORTER", "none")], Off, Metrics());
+        check(&[base, ("OTEL_METRICS_EXPORTER", "none")], Export(), Off);
+        check(
+            &[base, ("OTEL_TRACES_EXPORTER", "otlp")],
+            Export(),
+            Metrics(),
+        );
         check(
             &[(
                 "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
                 "http://127.0.0.1:1/v1/traces",
             )],
-            Export,
+            export("http://127.0.0.1:1/v1/traces"),
             Off,
         );
         check(
@@ -330,12 +476,12 @@ mod tests {
                 "http://127.0.0.1:1/v1/metrics",
             )],
             Off,
-            Export,
+            export("http://127.0.0.1:1/v1/metrics"),
         );
         check(
             &[base, ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")],
-            Export,
-            Export,
+            Export(),
+            Metrics(),
         );
         check(
             &[base, ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")],
@@ -352,7 +498,7 @@ mod tests {
                 ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
                 ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/protobuf"),
             ],
-            Export,
+            Export(),
             Signal::Unsupported(
                 "OTEL_EXPORTER_OTLP_PROTOCOL=grpc is not supported (only http/protobuf): metrics are not exported".into(),
             ),
@@ -362,7 +508,66 @@ mod tests {
             Signal::Unsupported(
                 "OTEL_TRACES_EXPORTER=console is not supported (otlp or none): traces are not exported".into(),
             ),
-            Export,
+            Metrics(),
+        );
+    }
+
+    #[test]
+    fn user_info_becomes_a_basic_header_and_a_bad_url_is_not_echoed() {
+        // user:pa ss@ (percent-encoded), and a query kept in the request URL.
+        let with_user = export("http://127.0.0.1:4318/v1/traces?tenant=a");
+        let mut with_user = match with_user {
+            Signal::Export(endpoint) => endpoint,
+            other => panic!("{other:?}"),
+        };
+        with_user.authorization = Some("Basic dXNlcjpwYSBzcw==".into());
+        check(
+            &[
+                (
+                    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+                    "http://user:pa%20ss@127.0.0.1:4318/v1/traces?tenant=a",
+                ),
+                ("OTEL_METRICS_EXPORTER", "none"),
+            ],
+            Signal::Export(with_user.clone()),
+            Signal::Off,
+        );
+        let shown = format!("{with_user:?}");
+        assert!(
+            !shown.contains("dXNlcjpwYSBzcw") && !shown.contains("tenant=a"),
+            "{shown}"
+        );
+        // The general endpoint gets the signal's path, a slash between, before its query.
+        check(
+            &[(
+                "OTEL_EXPORTER_OTLP_ENDPOINT",
+                "https://collector.example/otlp/?k=v",
+            )],
+            export("https://collector.example/otlp/v1/traces?k=v"),
+            export("https://collector.example/otlp/v1/metrics?k=v"),
+        );
+        let bad = |what: &str, signal: &str| {
+            Signal::Unsupported(format!(
+                "OTEL_EXPORTER_OTLP_ENDPOINT is not a usable URL ({what}: http://<redacted>@[::1/x?<redacted>): {signal} are not exported"
+            ))
+        };
+        check(
+            &[(
+                "OTEL_EXPORTER_OTLP_ENDPOINT",
+                "http://user:hunter2@[::1/x?key=s3cret",
+            )],
+            bad("invalid IPv6 address", "traces"),
+            bad("invalid IPv6 address", "metrics"),
+        );
+        check(
+            &[
+                ("OTEL_EXPORTER_OTLP_ENDPOINT", "ftp://collector"),
+                ("OTEL_METRICS_EXPORTER", "none"),
+            ],
+            Signal::Unsupported(
+                "OTEL_EXPORTER_OTLP_ENDPOINT is not a usable URL (not an http or https URL: ftp://collector): traces are not exported".into(),
+            ),
+            Signal::Off,
         );
     }
 }

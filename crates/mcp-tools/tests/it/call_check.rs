@@ -43,6 +43,40 @@ async fn call_prints_events_as_json_lines_and_exits_by_the_result() {
     assert_eq!(last["error"]["kind"], "tool_error");
 }
 
+/// What a server sends back holds characters a terminal obeys (ESC, the one-byte CSI
+/// U+009B, DEL, a bidi override, a zero-width space, a tag character): the JSON lines hold
+/// each as a JSON escape, and parse back to exactly what the server sent.
+#[tokio::test]
+async fn json_lines_hold_no_character_a_terminal_obeys_and_lose_nothing() {
+    let server = server(Era::Modern).await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = config(&dir, discovered(&server.url(), "echo").await);
+    let message = "x\u{1b}[2J\u{9b}31m\u{7f}\u{202e}txt.exe\u{200b}\u{e0041}y é 😀";
+    let args = json!({ "message": message }).to_string();
+    let run = mcp_tools(
+        &[
+            "call", "--config", &path, "--tenant", "local", "--tool", "echo", "--args", &args,
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let raw: Vec<char> = run
+        .stdout
+        .chars()
+        .filter(|&c| brain_tools_config::text::is_hidden(c) && c != '\n')
+        .collect();
+    assert!(raw.is_empty(), "{raw:?} raw in {}", run.stdout);
+    assert!(
+        run.stdout
+            .contains(r"x\u001b[2J\u009b31m\u007f\u202etxt.exe\u200b\udb40\udc41y é 😀"),
+        "{}",
+        run.stdout
+    );
+    let result: Value = serde_json::from_str(run.stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(result["content"][0]["text"], message);
+}
+
 #[tokio::test]
 async fn check_reports_every_problem_with_its_path() {
     let dir = tempfile::tempdir().unwrap();
@@ -74,6 +108,44 @@ async fn check_live_prints_what_changed_on_the_server() {
     let run = mcp_tools(&["check", "--config", &path, "--live"], &[]).await;
     assert_eq!(run.code, 1);
     insta::assert_snapshot!(format!("{}{}", redact(&run.stdout, &server), run.stderr));
+}
+
+/// A tenant is any string a config holds (an ESC, a space): `check --live` shows it
+/// escaped, and the login command it prints quotes it for a shell, without the raw ESC;
+/// the server's URL is shown without its query.
+#[tokio::test]
+async fn check_live_escapes_a_tenant_and_quotes_it_in_the_login_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let grants = tempfile::tempdir().unwrap();
+    let tenant = "acme corp\u{1b}[2J";
+    let path = config(
+        &dir,
+        json!([{
+            "name": "files",
+            "input_schema": {"type": "object"},
+            "url": "https://mcp.example.com/mcp?key=s3cret-in-query",
+            "mcp_tool": "files",
+            "tenants": [tenant],
+            "auth": {"type": "oauth"}
+        }]),
+    );
+    let store = grants.path().to_str().unwrap();
+    let run = mcp_tools(
+        &["check", "--config", &path, "--live", "--store", store],
+        &[],
+    )
+    .await;
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    let shown = format!("{}{}", run.stdout, run.stderr);
+    assert!(!shown.contains('\u{1b}'), "{shown:?}");
+    assert!(!shown.contains("s3cret-in-query"), "{shown}");
+    assert!(
+        run.stdout.contains(&format!(
+            "files: tenant acme corp\\u{{1b}}[2J has no grant for https://mcp.example.com/mcp?<redacted>; run `mcp-tools login --config {path} --tool files --tenant $'acme corp\\x1b[2J' --store {store}`"
+        )),
+        "{}",
+        run.stdout
+    );
 }
 
 /// A 2026-07-28 server that declares the tasks extension: each binding says what a task

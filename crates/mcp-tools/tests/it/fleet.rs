@@ -182,8 +182,15 @@ async fn a_grant_file_that_cannot_be_read_is_named_and_logout_repairs_it() {
     assert_eq!(result["error"]["kind"], "credential_store", "{result}");
     assert_eq!(result["error"]["delivery"], "not_sent");
     let message = result["error"]["message"].as_str().unwrap();
+    // The message says what to run, exactly: the store included.
+    let flags = format!("--config {path} --tool echo --tenant acme --store {location}");
+    let logout = format!("mcp-tools logout {flags}");
+    let login = format!("mcp-tools login {flags}");
     assert!(
-        message.contains(&named) && message.contains("logging out removes it"),
+        message.contains(&named)
+            && message.ends_with(&format!(
+                "; run `{logout}` to remove it, or `{login}` to make it again"
+            )),
         "{message}"
     );
     assert_eq!(servers.auth.state.token_requests("refresh_token").len(), 0);
@@ -194,18 +201,38 @@ async fn a_grant_file_that_cannot_be_read_is_named_and_logout_repairs_it() {
     )
     .await;
     assert!(
-        check.stdout.contains("cannot read tenant acme's grant") && check.stdout.contains(&named),
+        check.stdout.contains(
+            "echo: cannot read tenant acme's grant (credential_store): the credential store holds a grant it cannot read: "
+        ) && check.stdout.contains(&named)
+            && check.stdout.contains(&format!(
+            "; run `{logout}` to remove it, or `{login}` to make it again\n"
+        )),
         "{}\n{}",
         check.stdout,
         check.stderr
     );
-    let logout = crate::support::mcp_tools(
-        &[
-            "logout", "--config", &path, "--tool", "echo", "--tenant", "acme", "--store", &location,
-        ],
-        &[],
-    )
-    .await;
+    // The command as printed, run by a shell, repairs the store.
+    let printed = message
+        .split('`')
+        .nth(1)
+        .expect("a command in backquotes")
+        .strip_prefix("mcp-tools ")
+        .unwrap();
+    let logout = tokio::process::Command::new("bash")
+        .args([
+            "-c",
+            &format!("\"$0\" {printed}"),
+            env!("CARGO_BIN_EXE_mcp-tools"),
+        ])
+        .output()
+        .await
+        .unwrap();
+    let logout = crate::support::Run {
+        code: logout.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&logout.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&logout.stderr).into_owned(),
+        elapsed: Duration::ZERO,
+    };
     assert_eq!(logout.code, 0, "{}\n{}", logout.stdout, logout.stderr);
     assert!(
         logout.stdout.contains("removed 1 grant"),

@@ -1,6 +1,8 @@
 //! The real `mcp-tools` binary against the testkit.
 
 mod call_check;
+#[cfg(feature = "otel")]
+mod credentials;
 mod deadlines;
 mod discover;
 mod fleet;

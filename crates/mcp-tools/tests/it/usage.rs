@@ -58,6 +58,28 @@ async fn bad_command_lines_are_usage_errors_of_one_line() {
             vec!["-url", "http://user:pw@127.0.0.1/mcp", "-tenant", "local"],
             "holds a user name or password",
         ),
+        // A refused URL is shown without its password or query.
+        (
+            vec![
+                "-url",
+                "http://user:hunter2@127.0.0.1/mcp?key=s3cret-key",
+                "-tenant",
+                "local",
+            ],
+            "invalid value 'http://<redacted>@127.0.0.1/mcp?<redacted>' for '--url <URL>': the URL holds a user name or password",
+        ),
+        (
+            vec![
+                "login",
+                "--url",
+                "http://127.0.0.1:99999/mcp?key=s3cret-key",
+                "--auth",
+                "{}",
+                "--tenant",
+                "t",
+            ],
+            "invalid value 'http://127.0.0.1:99999/mcp?<redacted>' for '--url <URL>': not a usable URL",
+        ),
         (
             vec![
                 "call", "--config", "x.json", "--tenant", " ", "--tool", "x", "--args", "{}",
@@ -116,6 +138,9 @@ async fn bad_command_lines_are_usage_errors_of_one_line() {
             run.stderr
         );
         assert!(run.stderr.contains(expected), "{args:?}: {}", run.stderr);
+        for secret in ["hunter2", "s3cret-key"] {
+            assert!(!run.stderr.contains(secret), "{args:?}: {}", run.stderr);
+        }
     }
     assert_eq!(server.counters().connections_accepted, 0);
 }

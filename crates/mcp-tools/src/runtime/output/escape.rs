@@ -1,9 +1,10 @@
 //! Every string a server (or a config, or a store) chose passes through [`escape`], the
 //! one escaping rule (`brain_tools_config::text`, which the config's messages and the
 //! providers' findings use too), before a command prints it in a format meant for people
-//! (human results, messages, summaries, diffs, prompts).
+//! (human results, messages, summaries, diffs, prompts); every URL through
+//! [`redacted_url`], which leaves out its user info and query.
 
-pub(crate) use brain_tools_config::text::escape;
+pub(crate) use brain_tools_config::text::{escape, redacted_url};
 
 /// [`escape`] on one line of at most `max` characters (escapes included), `…` when cut.
 pub(crate) fn line(text: &str, max: usize) -> String {

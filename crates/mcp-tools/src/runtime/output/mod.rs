@@ -1,10 +1,12 @@
 //! What a person reads, and stdout: the writer every command prints through (it never
-//! panics on a closed pipe), the one escaping rule ([`escape`]), a call's result as text
+//! panics on a closed pipe), the one escaping rule ([`escape`]), every JSON text written
+//! with that rule's characters as JSON escapes ([`json`]), a call's result as text
 //! ([`human`]) and where `call` prints it without holding up the call ([`printer`]), and
 //! what stderr shows while a person waits ([`progress`]).
 
 pub(crate) mod escape;
 pub(crate) mod human;
+pub(crate) mod json;
 pub(crate) mod printer;
 pub(crate) mod progress;
 

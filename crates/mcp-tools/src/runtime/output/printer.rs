@@ -26,8 +26,15 @@ use brain_tools::{ContentBlock, EventSink, ProgressEvent, ResultEvent, ToolEvent
 use crate::runtime::output::{
     escape::escape,
     human::{self, Paint, ProgressSeen, Saved},
+    json,
     progress::CallBar,
 };
+
+/// An event as a JSON line (without its newline), as `ToolEvent::to_json_line` writes it
+/// but for the characters a terminal obeys, which are JSON escapes here.
+fn json_line(event: &ToolEvent) -> String {
+    json::to_string(event).unwrap_or_else(|_| event.to_json_line())
+}
 
 /// Progress updates queued for the writer at most; past this the oldest is dropped.
 pub(crate) const QUEUE: usize = 128;
@@ -259,7 +266,7 @@ impl<W: Write> Writer<W> {
     fn progress(&mut self, progress: ProgressEvent, idle: bool) {
         match &self.style {
             Style::Json => {
-                let mut line = ToolEvent::Progress(progress).to_json_line();
+                let mut line = json_line(&ToolEvent::Progress(progress));
                 line.push('\n');
                 // A reader that went away is not an error of the call: keep going.
                 let _ = self.write(line.as_bytes());
@@ -302,7 +309,7 @@ impl<W: Write> Writer<W> {
                         None => {}
                     }
                 }
-                let mut line = ToolEvent::Result(result.clone()).to_json_line();
+                let mut line = json_line(&ToolEvent::Result(result.clone()));
                 line.push('\n');
                 line
             }
