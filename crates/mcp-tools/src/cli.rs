@@ -155,6 +155,9 @@ pub(crate) enum Command {
     Login(LoginArgs),
     /// Remove a tenant's stored grant for the server of an OAuth binding.
     Logout(LogoutArgs),
+    /// Serve the host config's tools as one MCP server (the gateway), over HTTP or stdio.
+    #[cfg(feature = "gateway")]
+    Serve(ServeArgs),
     /// Print a shell completion script.
     Completions(CompletionsArgs),
     /// Write the man pages: mcp-tools.1 and one per subcommand.
@@ -345,6 +348,44 @@ pub(crate) struct CallArgs {
     #[command(flatten)]
     pub(crate) store: StoreArgs,
 }
+
+/// `mcp-tools serve`.
+#[cfg(feature = "gateway")]
+#[derive(Debug, Args)]
+#[command(after_help = SERVE_EXAMPLES)]
+pub(crate) struct ServeArgs {
+    /// The host config (JSON), with its "gateway" object.
+    #[arg(long, value_name = "FILE", required_unless_present = "new_key")]
+    pub(crate) config: Option<PathBuf>,
+    /// Where to listen (default: the gateway object's "listen", else 127.0.0.1:8080).
+    #[arg(long, value_name = "ADDR", conflicts_with = "stdio")]
+    pub(crate) listen: Option<std::net::SocketAddr>,
+    /// Serve one tenant over stdin and stdout (for a desktop client that starts the
+    /// gateway as its server) instead of HTTP.
+    #[arg(long, requires = "tenant")]
+    pub(crate) stdio: bool,
+    /// With --stdio: the tenant served; with --new-key: the tenant the key is for.
+    #[arg(long, value_parser = non_empty)]
+    pub(crate) tenant: Option<String>,
+    /// Print a new API key for --tenant, and the line of the key file that accepts it.
+    #[arg(long, requires = "tenant", conflicts_with_all = ["config", "stdio", "listen"])]
+    pub(crate) new_key: bool,
+    /// Protocol era to speak to the servers upstream.
+    #[arg(long, value_enum, default_value_t = EraArg::Auto)]
+    pub(crate) era: EraArg,
+    #[command(flatten)]
+    pub(crate) store: StoreArgs,
+}
+
+#[cfg(feature = "gateway")]
+const SERVE_EXAMPLES: &str = "\
+Examples:
+  Serve the tools of host.json to MCP clients (who calls: its \"gateway\" object):
+    mcp-tools serve --config host.json --listen 127.0.0.1:8443
+  Serve one tenant over stdio, for a desktop client that starts it:
+    mcp-tools serve --config host.json --stdio --tenant local
+  A new API key for tenant acme, and the line to add to the key file:
+    mcp-tools serve --new-key --tenant acme";
 
 /// How long and how much listing a server's tools may take (discovery, and `check --live`).
 #[derive(Debug, Args)]

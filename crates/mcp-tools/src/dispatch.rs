@@ -50,6 +50,11 @@ pub(crate) fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         Some(Command::Check(args)) => on_tokio(verbose, Signaled::Ends, |_| check::run(args)),
         Some(Command::Login(args)) => on_tokio(verbose, Signaled::Ends, |_| login::run(args)),
         Some(Command::Logout(args)) => on_tokio(verbose, Signaled::Ends, |_| logout::run(args)),
+        // The gateway drains on the first signal by itself.
+        #[cfg(feature = "gateway")]
+        Some(Command::Serve(args)) => on_tokio(verbose, Signaled::Handled, |signals| {
+            crate::commands::serve::run(args, signals)
+        }),
         None => on_tokio(verbose, Signaled::Ends, |_| discover::run(cli.discover)),
     };
     exit(outcome)

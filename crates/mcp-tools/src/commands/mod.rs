@@ -8,3 +8,5 @@ pub(crate) mod discover;
 pub(crate) mod login;
 pub(crate) mod logout;
 pub(crate) mod manpage;
+#[cfg(feature = "gateway")]
+pub(crate) mod serve;

@@ -1,0 +1,334 @@
+//! The HTTP side: the router a host mounts (`/mcp`, the protected resource metadata,
+//! `/healthz`, `/readyz`) and what stands in front of rmcp's Streamable HTTP service on
+//! `/mcp`: who calls (`identity`), the tenant's request rate, a session used only by the
+//! tenant that opened it, the body limit, and a call cancelled when its caller's
+//! connection closes.
+
+use std::{
+    collections::HashMap,
+    pin::Pin,
+    sync::{
+        Arc, Mutex, PoisonError,
+        atomic::{AtomicBool, Ordering},
+    },
+    task::{Context, Poll},
+    time::{Duration, Instant},
+};
+
+use axum::{
+    Router,
+    body::{Body, Bytes},
+    extract::{Request, State},
+    http::{HeaderValue, StatusCode, header},
+    middleware::Next,
+    response::{IntoResponse, Response},
+    routing::get,
+};
+use brain_tools::{CancellationToken, CredentialStore, GrantKey};
+use http_body::Frame;
+use serde_json::{Value, json};
+
+use crate::{
+    handler::{CallerSession, Disconnect, Shared},
+    identity::Identity,
+};
+
+const SESSION_HEADER: &str = "mcp-session-id";
+/// A session's tenant is forgotten after this long unused (rmcp ends an idle session
+/// after five minutes).
+const SESSION_IDLE: Duration = Duration::from_secs(600);
+/// Sessions remembered at most; the oldest go first.
+const MAX_SESSIONS: usize = 100_000;
+
+/// What the HTTP layer keeps.
+#[derive(Debug)]
+pub(crate) struct HttpState {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) identity: Identity,
+    /// Legacy sessions and the tenant that opened each.
+    sessions: Mutex<HashMap<String, (String, Instant)>>,
+    pub(crate) max_body: usize,
+    /// Serving: the listener is up and the gateway is not draining.
+    pub(crate) ready: AtomicBool,
+    /// The credential store, probed for `/readyz`.
+    pub(crate) store: std::sync::OnceLock<Arc<dyn CredentialStore>>,
+}
+
+impl HttpState {
+    pub(crate) fn new(shared: Arc<Shared>, identity: Identity, max_body: usize) -> Self {
+        Self {
+            shared,
+            identity,
+            sessions: Mutex::new(HashMap::new()),
+            max_body,
+            ready: AtomicBool::new(true),
+            store: std::sync::OnceLock::new(),
+        }
+    }
+
+    fn sessions(&self) -> std::sync::MutexGuard<'_, HashMap<String, (String, Instant)>> {
+        self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether a session id may be used by a tenant: unknown ids pass (rmcp answers
+    /// them), known ones only for the tenant that opened them.
+    fn session_allows(&self, id: &str, tenant: &str) -> bool {
+        let mut sessions = self.sessions();
+        match sessions.get_mut(id) {
+            Some((owner, used)) if owner == tenant => {
+                *used = Instant::now();
+                true
+            }
+            Some(_) => false,
+            None => true,
+        }
+    }
+
+    fn bind_session(&self, id: &str, tenant: &str) {
+        let now = Instant::now();
+        let mut sessions = self.sessions();
+        if sessions.len() >= MAX_SESSIONS {
+            sessions.retain(|_, (_, used)| now.duration_since(*used) < SESSION_IDLE);
+            if sessions.len() >= MAX_SESSIONS
+                && let Some(oldest) = sessions
+                    .iter()
+                    .min_by_key(|(_, (_, used))| *used)
+                    .map(|(id, _)| id.clone())
+            {
+                sessions.remove(&oldest);
+            }
+        }
+        sessions.insert(id.to_owned(), (tenant.to_owned(), now));
+    }
+}
+
+/// The router: `/mcp` behind the guard, the metadata, the health checks.
+pub(crate) fn router<S>(state: Arc<HttpState>, mcp: S) -> Router
+where
+    S: tower_service::Service<Request, Error = std::convert::Infallible>
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    S::Response: IntoResponse,
+    S::Future: Send + 'static,
+{
+    let guarded =
+        Router::new()
+            .nest_service("/mcp", mcp)
+            .layer(axum::middleware::from_fn_with_state(
+                Arc::clone(&state),
+                guard,
+            ));
+    let mut router = Router::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(readyz));
+    if let Some(path) = state
+        .identity
+        .resource
+        .as_deref()
+        .and_then(crate::identity::metadata_url)
+        .map(|(_, path)| path)
+    {
+        router = router.route(&path, get(metadata));
+        if path != "/.well-known/oauth-protected-resource" {
+            router = router.route("/.well-known/oauth-protected-resource", get(metadata));
+        }
+    }
+    router.with_state(state).merge(guarded)
+}
+
+async fn metadata(State(state): State<Arc<HttpState>>) -> Response {
+    axum::Json(state.identity.metadata()).into_response()
+}
+
+/// Ready once the config is loaded and the listener is up, until a drain starts. The
+/// credential store's state is said, but does not make the gateway unready: bindings
+/// that need no grant are served while it is down.
+async fn readyz(State(state): State<Arc<HttpState>>) -> Response {
+    let ready = state.ready.load(Ordering::Acquire);
+    let store = match state.store.get() {
+        None => "none",
+        Some(store) => {
+            let key = GrantKey::new("", "", "");
+            match tokio::time::timeout(Duration::from_secs(1), store.load(&key)).await {
+                Ok(Ok(_)) => "available",
+                Ok(Err(_)) => "unavailable",
+                Err(_) => "not answering",
+            }
+        }
+    };
+    let body = json!({
+        "ready": ready,
+        "calls_in_flight": state.shared.calls_in_flight.load(Ordering::Acquire),
+        "credential_store": store,
+    });
+    let status = if ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, axum::Json(body)).into_response()
+}
+
+/// What stands in front of rmcp on `/mcp`.
+async fn guard(State(state): State<Arc<HttpState>>, request: Request, next: Next) -> Response {
+    let caller = match state.identity.caller(request.headers()).await {
+        Ok(caller) => caller,
+        Err(refusal) => return *refusal,
+    };
+    if let Err(wait) = state.shared.limits.admit(&caller.tenant) {
+        let seconds = wait.as_secs_f64().ceil().max(1.0) as u64;
+        let mut response = (
+            StatusCode::TOO_MANY_REQUESTS,
+            axum::Json(json!({
+                "error": "rate_limited",
+                "error_description": format!("this tenant made more requests than it may per minute; retry after {seconds} s"),
+            })),
+        )
+            .into_response();
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        return response;
+    }
+    let session = request
+        .headers()
+        .get(SESSION_HEADER)
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned);
+    if let Some(id) = &session
+        && !state.session_allows(id, &caller.tenant)
+    {
+        // Another tenant's session is no session of this caller's.
+        return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
+    }
+    let deleting = request.method() == axum::http::Method::DELETE;
+    let (mut parts, body) = request.into_parts();
+    let mut disconnect = None;
+    let body = if parts.method == axum::http::Method::POST {
+        let bytes = match axum::body::to_bytes(body, state.max_body).await {
+            Ok(bytes) => bytes,
+            Err(_) => {
+                return (
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!(
+                        "Payload Too Large: the body is over {} bytes",
+                        state.max_body
+                    ),
+                )
+                    .into_response();
+            }
+        };
+        if is_tool_call(&bytes) {
+            let token = CancellationToken::new();
+            parts.extensions.insert(Disconnect(token.clone()));
+            disconnect = Some(token);
+        }
+        Body::from(bytes)
+    } else {
+        body
+    };
+    parts.extensions.insert(CallerSession(session.clone()));
+    parts.extensions.insert(caller.clone());
+    let response = next.run(Request::from_parts(parts, body)).await;
+    if session.is_none()
+        && let Some(id) = response
+            .headers()
+            .get(SESSION_HEADER)
+            .and_then(|value| value.to_str().ok())
+    {
+        state.bind_session(id, &caller.tenant);
+    }
+    if deleting
+        && response.status().is_success()
+        && let Some(id) = &session
+    {
+        state.sessions().remove(id);
+    }
+    match disconnect {
+        Some(token) => {
+            let (parts, body) = response.into_parts();
+            Response::from_parts(parts, Body::new(Guarded::new(body, token)))
+        }
+        None => response,
+    }
+}
+
+/// Whether a POST body is a `tools/call` request (a JSON-RPC request with an id).
+fn is_tool_call(bytes: &Bytes) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Message<'a> {
+        #[serde(borrow)]
+        method: Option<&'a str>,
+        id: Option<Value>,
+    }
+    serde_json::from_slice::<Message<'_>>(bytes)
+        .is_ok_and(|message| message.method == Some("tools/call") && message.id.is_some())
+}
+
+/// A response body that cancels its call when it is dropped before its end: the
+/// caller's connection closed.
+struct Guarded {
+    inner: Body,
+    guard: Option<tokio_util::sync::DropGuard>,
+}
+
+impl Guarded {
+    fn new(inner: Body, token: CancellationToken) -> Self {
+        Self {
+            inner,
+            guard: Some(token.drop_guard()),
+        }
+    }
+}
+
+impl http_body::Body for Guarded {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        let polled = Pin::new(&mut self.inner).poll_frame(cx);
+        if let Poll::Ready(None) = polled
+            && let Some(guard) = self.guard.take()
+        {
+            // Ended as it should: nothing to cancel.
+            guard.disarm();
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_tool_calls_with_an_id_are_watched() {
+        let cases = [
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}"#,
+                true,
+            ),
+            (r#"{"jsonrpc":"2.0","id":"a","method":"tools/call"}"#, true),
+            (r#"{"jsonrpc":"2.0","method":"tools/call"}"#, false),
+            (r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#, false),
+            (r#"[{"jsonrpc":"2.0","id":1,"method":"tools/call"}]"#, false),
+            ("not json", false),
+        ];
+        for (body, watched) in cases {
+            assert_eq!(is_tool_call(&Bytes::from(body)), watched, "{body}");
+        }
+    }
+}

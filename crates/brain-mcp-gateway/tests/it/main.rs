@@ -1,0 +1,7 @@
+//! The gateway in front of the testkit, called by our own MCP client and by raw HTTP.
+
+mod calls;
+mod credentials;
+mod limits;
+mod support;
+mod tenants;
