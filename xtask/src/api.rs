@@ -35,6 +35,7 @@ pub(crate) const CRATES: &[&str] = &[
     "brain-tools-providers",
     "brain-mcp-transport",
     "brain-tools",
+    "brain-mcp-gateway",
 ];
 
 /// The rustdoc JSON format this renderer was written against (rustc 1.95).
@@ -62,6 +63,9 @@ const ALLOWED_CRATES: &[&str] = &[
     "brain_tools_providers",
     "brain_mcp_transport",
     "brain_tools",
+    "brain_mcp_gateway",
+    // Re-exported on purpose by the gateway (its router): its version is part of ours.
+    "axum",
     "core",
     "alloc",
     "std",

@@ -270,6 +270,7 @@ const PUBLISHED: &[&str] = &[
     "brain-tools-providers",
     "brain-mcp-transport",
     "brain-tools",
+    "brain-mcp-gateway",
     "brain-mcp-tools",
 ];
 
@@ -640,6 +641,7 @@ fn dependency_direction() -> anyhow::Result<()> {
     }
     let allowed = [
         "brain-mcp-transport",
+        "brain-mcp-gateway",
         "brain-mcp-testkit",
         "brain-conformance",
     ];
@@ -648,6 +650,20 @@ fn dependency_direction() -> anyhow::Result<()> {
             problems.push(format!(
                 "{dependent} depends on rmcp directly (only {} may)",
                 allowed.join(", ")
+            ));
+        }
+    }
+    // The gateway is the server side, above brain-tools: it uses rmcp's server features
+    // only (the client's are the transport's), and what a host could of ours.
+    let gateway = dependencies("brain-mcp-gateway", true)?;
+    for ours in [
+        "brain-mcp-transport",
+        "brain-tools-events",
+        "brain-tools-policy",
+    ] {
+        if gateway.contains(ours) {
+            problems.push(format!(
+                "brain-mcp-gateway depends on {ours} directly (a host would use brain-tools)"
             ));
         }
     }
@@ -666,8 +682,8 @@ fn dependency_direction() -> anyhow::Result<()> {
             problems.push(format!("brain-tools-providers depends on {ours}"));
         }
     }
-    // The CLI uses only what a host could: brain-tools, the config crate and the provider
-    // rules.
+    // The CLI uses only what a host could: brain-tools, the config crate, the provider
+    // rules and the gateway.
     let cli = dependencies("brain-mcp-tools", true)?;
     for ours in [
         "brain-mcp-transport",

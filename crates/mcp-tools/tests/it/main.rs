@@ -16,6 +16,7 @@ mod oauth;
 mod otel;
 mod refresh_exit;
 mod result_content;
+mod serve;
 mod stdio_env;
 mod support;
 mod usage;
