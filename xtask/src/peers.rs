@@ -27,6 +27,9 @@ pub(crate) const TS_SDK: &str = "1.32.2";
 /// `@modelcontextprotocol/client`: the TypeScript SDK's v2 line (split into client and
 /// server packages; speaks 2026-07-28 when asked), a bench peer beside 1.32.
 pub(crate) const TS_SDK_V2: &str = "2.4.0";
+/// `@modelcontextprotocol/inspector-cli`: the MCP Inspector's command line, a client the
+/// gateway's tests call it with.
+pub(crate) const INSPECTOR_CLI: &str = "1.0.3";
 /// PyPI `mcp`; the whole venv is pinned by `tests/peers/requirements.txt`.
 pub(crate) const PY_MCP: &str = "2.3.0";
 /// PyPI `arize-phoenix`; its venv is pinned by `tests/peers/phoenix-requirements.txt`.
@@ -119,6 +122,7 @@ fn wanted() -> anyhow::Result<Value> {
         "server-everything": SERVER_EVERYTHING,
         "sdk": TS_SDK,
         "client-v2": TS_SDK_V2,
+        "inspector-cli": INSPECTOR_CLI,
         "mcp": PY_MCP,
         "python-requirements": requirements,
         "phoenix": PHOENIX,
@@ -155,7 +159,7 @@ pub(crate) fn install() -> anyhow::Result<Peers> {
     require_npm()?;
     require_python()?;
     eprintln!(
-        "installing peers into {} (conformance {CONFORMANCE}, node {NODE}, server-everything {SERVER_EVERYTHING}, sdk {TS_SDK}, client {TS_SDK_V2}, python mcp {PY_MCP}, phoenix {PHOENIX})",
+        "installing peers into {} (conformance {CONFORMANCE}, node {NODE}, server-everything {SERVER_EVERYTHING}, sdk {TS_SDK}, client {TS_SDK_V2}, inspector-cli {INSPECTOR_CLI}, python mcp {PY_MCP}, phoenix {PHOENIX})",
         dir.display()
     );
     let _ = std::fs::remove_file(&marker);
@@ -172,6 +176,7 @@ pub(crate) fn install() -> anyhow::Result<Peers> {
             "@modelcontextprotocol/server-everything": SERVER_EVERYTHING,
             "@modelcontextprotocol/sdk": TS_SDK,
             "@modelcontextprotocol/client": TS_SDK_V2,
+            "@modelcontextprotocol/inspector-cli": INSPECTOR_CLI,
         }
     });
     std::fs::write(

