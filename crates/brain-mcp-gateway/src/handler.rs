@@ -24,6 +24,7 @@ use rmcp::{
 };
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
+use tracing::Instrument;
 
 use crate::{Caller, limits::Limits, results};
 
@@ -252,6 +253,15 @@ impl ServerHandler for Handler {
             }
         };
 
+        let span = crate::telemetry::server_span(&tool, &caller);
+        #[cfg(feature = "otel")]
+        {
+            let headers = cx
+                .extensions
+                .get::<http::request::Parts>()
+                .map(|parts| &parts.headers);
+            crate::telemetry::continue_trace(&span, headers, &cx.meta.0);
+        }
         let started = Instant::now();
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         let result = shared
@@ -260,7 +270,12 @@ impl ServerHandler for Handler {
             .cancel(cancel.clone())
             .sink(Arc::new(sink))
             .mcp_result()
+            .into_future()
+            .instrument(span.clone())
             .await;
+        if let Some(error) = &result.error {
+            crate::telemetry::failed(&span, error.kind.as_str());
+        }
         // The sink went with the call: the forwarder ends once it sent what is left.
         if let Some(forward) = forward {
             let _ = forward.await;

@@ -55,6 +55,7 @@ mod keys;
 mod limits;
 mod results;
 mod serve;
+mod telemetry;
 
 use std::{
     future::Future,

@@ -3,5 +3,7 @@
 mod calls;
 mod credentials;
 mod limits;
+#[cfg(feature = "otel")]
+mod otel;
 mod support;
 mod tenants;
