@@ -3,6 +3,7 @@
 mod calls;
 mod credentials;
 mod limits;
+mod load;
 #[cfg(feature = "otel")]
 mod otel;
 mod support;

@@ -12,23 +12,32 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use crate::support::{mcp_tools, server, spawn};
 
 /// A host config with two tenants' bindings on the testkit and a gateway with a key file
-/// holding a key for acme (made by `mcp-tools serve --new-key`); the config's path and
-/// acme's key.
+/// holding a key for acme and one for globex (made by `mcp-tools serve --new-key`; globex's
+/// is also left in `globex.key`); the config's path and acme's key.
 async fn config(dir: &tempfile::TempDir, upstream: &str) -> (String, String) {
-    let made = mcp_tools(&["serve", "--new-key", "--tenant", "acme"], &[]).await;
-    assert_eq!(made.code, 0, "{}", made.stderr);
-    let mut lines = made.stdout.lines();
-    let (key, line) = (
-        lines.next().unwrap().to_owned(),
-        lines.next().unwrap().to_owned(),
-    );
-    assert!(
-        key.starts_with("mgw_") && line.starts_with("acme sha256:"),
-        "{}",
-        made.stdout
-    );
+    let mut lines = String::from("# gateway keys\n");
+    let mut keys = Vec::new();
+    for tenant in ["acme", "globex"] {
+        let made = mcp_tools(&["serve", "--new-key", "--tenant", tenant], &[]).await;
+        assert_eq!(made.code, 0, "{}", made.stderr);
+        let mut out = made.stdout.lines();
+        let (key, line) = (
+            out.next().unwrap().to_owned(),
+            out.next().unwrap().to_owned(),
+        );
+        assert!(
+            key.starts_with("mgw_") && line.starts_with(&format!("{tenant} sha256:")),
+            "{}",
+            made.stdout
+        );
+        lines.push_str(&line);
+        lines.push('\n');
+        keys.push(key);
+    }
+    std::fs::write(dir.path().join("globex.key"), &keys[1]).unwrap();
+    let key = keys.swap_remove(0);
     let keys = dir.path().join("keys");
-    std::fs::write(&keys, format!("# gateway keys\n{line}\n")).unwrap();
+    std::fs::write(&keys, lines).unwrap();
     let binding = |name: &str, tool: &str, tenants: Value| {
         json!({"name": name, "description": format!("{tool} on the testkit"),
                "input_schema": {"type": "object"}, "url": upstream, "mcp_tool": tool,
@@ -341,5 +350,128 @@ async fn the_mcp_inspector_cli_lists_and_calls_through_the_gateway() {
         called["content"][0]["text"], "from the inspector",
         "{called}"
     );
+    stop(serving).await;
+}
+
+/// A process's resident memory, in bytes.
+fn rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb: u64 = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|kb| kb.parse().ok())
+        .unwrap();
+    kb * 1024
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_calls_at_once_get_clear_answers_in_bounded_memory_and_others_go_on() {
+    const CALLS: usize = 10_000;
+    const IN_FLIGHT: u64 = 64;
+    let upstream = server(Era::Both).await;
+    let dir = tempfile::tempdir().unwrap();
+    let (path, key) = config(&dir, &upstream.url()).await;
+    // Tighter bounds than the defaults: 64 calls in flight, no rate limit in the way.
+    let mut host: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    host["gateway"]["limits"] = json!({"calls_in_flight_per_tenant": IN_FLIGHT,
+                                      "requests_per_minute_per_tenant": 10_000_000});
+    std::fs::write(&path, host.to_string()).unwrap();
+    let (serving, url) = serve(&path).await;
+    let pid = serving.child.id().unwrap();
+    let before = rss(pid);
+    // One HTTP/2 connection (prior knowledge) carries them all.
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let tls = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(rustls::RootCertStore::empty())
+        .with_no_client_auth();
+    let flood = reqwest::Client::builder()
+        .use_preconfigured_tls(tls)
+        .http2_prior_knowledge()
+        .build()
+        .unwrap();
+    let mut calls = tokio::task::JoinSet::new();
+    for id in 0..CALLS {
+        let (flood, url, key) = (flood.clone(), url.clone(), key.clone());
+        calls.spawn(async move {
+            let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "progress", "arguments": {"steps": 1000, "delay_ms": 60000},
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientInfo": {"name": "flood", "version": "1"},
+            }}});
+            let answer = flood
+                .post(url)
+                .bearer_auth(key)
+                .header("content-type", "application/json")
+                .header("accept", "application/json, text/event-stream")
+                .header("mcp-protocol-version", "2026-07-28")
+                .header("mcp-method", "tools/call")
+                .header("mcp-name", "progress")
+                .body(body.to_string())
+                .send()
+                .await
+                .unwrap();
+            let status = answer.status().as_u16();
+            // A refused call answers at once; a running one runs until it is dropped.
+            let body = answer.text().await.unwrap_or_default();
+            (status, body.contains("\"overloaded\""))
+        });
+    }
+    // The tenant's limit runs; every other call is told to retry.
+    upstream
+        .wait_for(|c| c.calls_in_flight == IN_FLIGHT, Duration::from_secs(120))
+        .await;
+    let mut refused = 0;
+    while refused < CALLS - IN_FLIGHT as usize {
+        let (status, overloaded) = calls.join_next().await.unwrap().unwrap();
+        assert_eq!(status, 200);
+        assert!(
+            overloaded,
+            "every call past the limit is refused with overloaded"
+        );
+        refused += 1;
+    }
+    let peak = rss(pid);
+    eprintln!(
+        "{CALLS} calls at once: the gateway's resident memory {} -> {} MiB",
+        before >> 20,
+        peak >> 20
+    );
+    assert!(
+        peak.saturating_sub(before) < 128 << 20,
+        "the gateway grew {} MiB",
+        (peak - before) >> 20
+    );
+    // Another tenant is served meanwhile (its binding is globex's only).
+    let client = McpClient::new(ClientOptions::default().warm_contexts(false)).unwrap();
+    let globex = std::fs::read_to_string(dir.path().join("globex.key")).unwrap();
+    let done = client
+        .call(
+            CallRequest::new(
+                Endpoint::http(url.clone(), Some(brain_tools::Secret::new(globex))),
+                "secret",
+                "c1",
+                Duration::from_secs(30),
+            )
+            .arguments(
+                json!({"message": "still here"})
+                    .as_object()
+                    .cloned()
+                    .unwrap(),
+            ),
+        )
+        .await
+        .unwrap();
+    assert_eq!(done.result["content"][0]["text"], "still here");
+    assert_eq!(
+        upstream.counters().method("tools/call"),
+        IN_FLIGHT + 1,
+        "only the calls within the limit, and globex's, went upstream"
+    );
+    calls.abort_all();
     stop(serving).await;
 }
