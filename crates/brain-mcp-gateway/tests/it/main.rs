@@ -2,6 +2,7 @@
 
 mod calls;
 mod credentials;
+mod faults;
 mod limits;
 mod load;
 #[cfg(feature = "otel")]

@@ -87,6 +87,15 @@ pub(crate) fn bindings(upstream: &str) -> Value {
 /// Starts the testkit (`era`) and a gateway in front of it with API keys for acme and
 /// globex; `gateway` is merged into the config's gateway object.
 pub(crate) async fn start(era: Era, gateway: Value) -> Running {
+    start_with(era, gateway, |_| Vec::new()).await
+}
+
+/// [`start`], with more bindings (made from the testkit's URL) beside the usual ones.
+pub(crate) async fn start_with(
+    era: Era,
+    gateway: Value,
+    more: impl FnOnce(&TestServer) -> Vec<Value>,
+) -> Running {
     let upstream = TestServer::start(ServerOptions {
         era,
         ..ServerOptions::default()
@@ -108,7 +117,11 @@ pub(crate) async fn start(era: Era, gateway: Value) -> Running {
     if let (Value::Object(settings), Value::Object(more)) = (&mut settings, gateway) {
         settings.extend(more);
     }
-    let config = json!({"tools": bindings(&upstream.url()), "gateway": settings});
+    let mut tools = bindings(&upstream.url());
+    if let Value::Array(tools) = &mut tools {
+        tools.extend(more(&upstream));
+    }
+    let config = json!({"tools": tools, "gateway": settings});
     let loaded =
         HostConfig::from_json_bytes(config.to_string().as_bytes()).expect("the config loads");
     let host = ToolHost::new(&loaded.config).unwrap();
