@@ -4,7 +4,10 @@
 //! (4,000 here; `cargo xtask soak` runs 10,000 in release). A few calls carry a tenant's
 //! OAuth grant that a second host (its own client, its own handle on the same file store,
 //! as another process would have) uses too, with access tokens living a second and refresh
-//! tokens rotating: no call fails for authorization, no refresh token is used twice.
+//! tokens rotating: no call fails for authorization, no refresh token is used twice. A few
+//! more carry a second grant whose authorization server answers a refresh after 1.5 s,
+//! past the calls' 1 s timeout, some of them cancelled mid-refresh as a signal would: the
+//! refreshes run on and are saved, and no refresh token is lost or used twice.
 
 use std::{
     sync::{
@@ -193,6 +196,30 @@ async fn soak() {
             .await
             .unwrap();
     }
+    // The grant whose refreshes calls cut short: answered 1.5 s after asked (rotated at
+    // once), the calls' timeout 1 s.
+    let cut = brain_mcp_testkit::oauth::Servers::start().await;
+    cut.auth.state.rotation.store(true, Ordering::SeqCst);
+    *brain_mcp_testkit::oauth::lock(&cut.auth.state.expires_in) = 1;
+    *brain_mcp_testkit::oauth::lock(&cut.auth.state.token_delay) = Duration::from_millis(1500);
+    let cut_key = GrantKey::new("local", cut.url(), cut.issuer());
+    {
+        let scopes = vec!["files:read".to_owned()];
+        let refresh = "rt-soak-cut-0123456789";
+        let mut stored = StoredGrant::new("pre-registered-client");
+        stored.access_token = Some(Secret::new("at-soak-cut-expired-0123456789"));
+        stored.refresh_token = Some(Secret::new(refresh));
+        stored.set_lifetime(
+            std::time::SystemTime::now() - Duration::from_secs(120),
+            Some(Duration::from_secs(60)),
+        );
+        stored.scopes = scopes.clone();
+        cut.auth.state.knows_refresh_token(refresh, scopes);
+        let _ = FileCredentialStore::new(store_dir.path())
+            .save(&cut_key, &stored, Expected::Absent)
+            .await
+            .unwrap();
+    }
     let binding = |name: &str, server: Value, tool: &str| {
         let mut binding = json!({"name": name, "input_schema": {"type": "object"}, "mcp_tool": tool,
                                  "tenants": ["local"], "timeout_seconds": 10});
@@ -266,6 +293,15 @@ async fn soak() {
             json!({"url": grant.url(), "auth": {"type": "oauth", "issuer": grant.issuer()}}),
             "echo",
         ),
+        {
+            let mut b = binding(
+                "cut_grant",
+                json!({"url": cut.url(), "auth": {"type": "oauth", "issuer": cut.issuer()}}),
+                "echo",
+            );
+            b["timeout_seconds"] = json!(1);
+            b
+        },
     ];
     let loaded = HostConfig::from_json_value_with_env(&json!({"tools": tools}), |_| true).unwrap();
     // Two hosts, as two processes would be: each its client (tokens cached apart) and its
@@ -376,6 +412,12 @@ async fn soak() {
                     // Half a percent: the in-process OAuth servers (wiremock) keep every
                     // request, which the memory check would count as the client's.
                     13 if i % 2 == 0 => ("shared_grant", json!({}), None),
+                    // And the other half the grant whose refreshes are cut short: by the
+                    // call's timeout, or (one in three) by a cancel, as a signal does.
+                    13 => {
+                        let cancel = (i % 3 == 0).then(|| Duration::from_millis(300));
+                        ("cut_grant", json!({}), cancel)
+                    }
                     9..13 => {
                         let (tool, arguments) = match roll {
                             9 => ("task", json!({"polls": 2})),
@@ -425,12 +467,21 @@ async fn soak() {
                     .error
                     .as_ref()
                     .map_or("ok", |error| error.kind.as_str());
-                assert_eq!(
-                    kind,
-                    expected(tool),
-                    "call {i} ({tool}): {:?}",
-                    result.error
-                );
+                if tool == "cut_grant" {
+                    // A fresh token, a refresh cut by the deadline, or by the cancel.
+                    assert!(
+                        matches!(kind, "ok" | "timeout" | "cancelled"),
+                        "call {i} ({tool}): {:?}",
+                        result.error
+                    );
+                } else {
+                    assert_eq!(
+                        kind,
+                        expected(tool),
+                        "call {i} ({tool}): {:?}",
+                        result.error
+                    );
+                }
                 let events = std::mem::take(&mut *sink.lock().unwrap());
                 assert_eq!(
                     events
@@ -492,6 +543,11 @@ async fn soak() {
                         | "bad_event_id" | "many_blocks" | "refused_rpc" | "reason_403"
                         | "retry_forever" | "stderr_exit" | "task" | "maybe_task"
                         | "task_flaky" | "task_failing" | "cancelled_task" | "shared_grant" => tool,
+                        "cut_grant" => match kind {
+                            "ok" => "cut_grant ok",
+                            "timeout" => "cut_grant timeout",
+                            _ => "cut_grant cancelled",
+                        },
                         _ if kind == "ok" => "ok",
                         _ => expected(tool),
                     })
@@ -503,8 +559,36 @@ async fn soak() {
         worker.await.unwrap();
     }
     let elapsed = started.elapsed();
-    other_client.shutdown(Duration::from_secs(30)).await;
-    client.shutdown(Duration::from_secs(30)).await;
+    // Shutting down waits for the refreshes still running: none is lost.
+    let unsaved = [
+        other_client.shutdown(Duration::from_secs(30)).await,
+        client.shutdown(Duration::from_secs(30)).await,
+    ];
+    assert!(
+        unsaved
+            .iter()
+            .all(|shutdown| shutdown.unsaved_grants.is_empty()),
+        "{unsaved:?}"
+    );
+    // The grant whose refreshes were cut: no refresh token came back (none was lost when a
+    // call ended mid-refresh), and a usable grant is stored.
+    assert_eq!(
+        cut.auth.state.reuses.load(Ordering::SeqCst),
+        0,
+        "no cut refresh lost its rotated token"
+    );
+    let cut_refreshes = cut.auth.state.token_requests("refresh_token").len();
+    eprintln!("soak: the cut grant had {cut_refreshes} refreshes, each saved");
+    assert!(cut_refreshes > 0, "the cut grant was refreshed");
+    let cut_stored = FileCredentialStore::new(store_dir.path())
+        .load(&cut_key)
+        .await
+        .unwrap()
+        .expect("the cut grant is still stored");
+    assert!(
+        cut_stored.grant.refresh_token.is_some() && !cut_stored.grant.is_revoked(),
+        "the cut grant can still be refreshed"
+    );
     // The shared grant: no refresh token came back to the authorization server (each
     // refresh ran once, under the store's lease, the other host reading what it saved: a
     // second refresh of one token would have been a reuse, which revokes the grant), no
@@ -567,7 +651,12 @@ async fn soak() {
         .filter(|(k, _)| {
             !matches!(
                 **k,
-                "ok" | "cancelled" | "cancelled_task" | "task" | "maybe_task" | "shared_grant"
+                "ok" | "cancelled"
+                    | "cancelled_task"
+                    | "task"
+                    | "maybe_task"
+                    | "shared_grant"
+                    | "cut_grant"
             )
         })
         .map(|(_, n)| n)
