@@ -44,9 +44,6 @@ pub(crate) struct Shared {
     pub(crate) calls_in_flight: AtomicUsize,
     /// Notified when the last call in flight ends.
     pub(crate) idle: tokio::sync::Notify,
-    /// Mixed into the session ids sent upstream, so that they say nothing about the
-    /// caller's own.
-    pub(crate) salt: [u8; 16],
 }
 
 /// The MCP server of one connection (stdio) or one session or request (HTTP).
@@ -105,14 +102,14 @@ impl Handler {
             .filter(move |binding| binding.tenants.iter().any(|t| t == tenant))
     }
 
-    /// The session id sent upstream for a caller: opaque, stable for one caller session,
-    /// never the caller's own id (which a third-party server could replay).
-    fn upstream_session(&self, tenant: &str, caller_session: Option<&str>) -> String {
+    /// The session id sent upstream for a caller: opaque, stable for one caller session
+    /// on every replica, never the caller's own id (which a third-party server could
+    /// replay; a hash of a sealed, random id says nothing of it).
+    fn upstream_session(tenant: &str, caller_session: Option<&str>) -> String {
         let Some(session) = caller_session else {
             return "gateway".to_owned();
         };
         let mut hash = Sha256::new();
-        hash.update(self.shared.salt);
         hash.update(tenant.as_bytes());
         hash.update([0]);
         hash.update(session.as_bytes());
@@ -222,7 +219,7 @@ impl ServerHandler for Handler {
         let caller_session = Self::part::<CallerSession>(&cx).and_then(|s| s.0);
         let scope = CallScope::new(
             &caller.tenant,
-            self.upstream_session(&caller.tenant, caller_session.as_deref()),
+            Self::upstream_session(&caller.tenant, caller_session.as_deref()),
             new_call_id(),
         );
         let call_id = scope.call_id.clone();

@@ -1,18 +1,17 @@
 //! The HTTP side: the router a host mounts (`/mcp`, the protected resource metadata,
 //! `/healthz`, `/readyz`) and what stands in front of rmcp's Streamable HTTP service on
 //! `/mcp`: who calls (`identity`), the tenant's request rate, a session used only by the
-//! tenant that opened it, the body limit, and a call cancelled when its caller's
-//! connection closes.
+//! tenant that opened it (`sessions`), the body limit, and a call cancelled when its
+//! caller's connection closes.
 
 use std::{
-    collections::HashMap,
     pin::Pin,
     sync::{
-        Arc, Mutex, PoisonError,
+        Arc,
         atomic::{AtomicBool, Ordering},
     },
     task::{Context, Poll},
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use axum::{
@@ -31,22 +30,18 @@ use serde_json::{Value, json};
 use crate::{
     handler::{CallerSession, Disconnect, Shared},
     identity::Identity,
+    sessions::{Opening, Sessions},
 };
 
 const SESSION_HEADER: &str = "mcp-session-id";
-/// A session's tenant is forgotten after this long unused (rmcp ends an idle session
-/// after five minutes).
-const SESSION_IDLE: Duration = Duration::from_secs(600);
-/// Sessions remembered at most; the oldest go first.
-const MAX_SESSIONS: usize = 100_000;
 
 /// What the HTTP layer keeps.
 #[derive(Debug)]
 pub(crate) struct HttpState {
     pub(crate) shared: Arc<Shared>,
     pub(crate) identity: Identity,
-    /// Legacy sessions and the tenant that opened each.
-    sessions: Mutex<HashMap<String, (String, Instant)>>,
+    /// Legacy sessions' ids, sealed for the tenant that opened each.
+    pub(crate) sessions: Arc<Sessions>,
     pub(crate) max_body: usize,
     /// Serving: the listener is up and the gateway is not draining.
     pub(crate) ready: AtomicBool,
@@ -55,50 +50,20 @@ pub(crate) struct HttpState {
 }
 
 impl HttpState {
-    pub(crate) fn new(shared: Arc<Shared>, identity: Identity, max_body: usize) -> Self {
+    pub(crate) fn new(
+        shared: Arc<Shared>,
+        identity: Identity,
+        sessions: Sessions,
+        max_body: usize,
+    ) -> Self {
         Self {
             shared,
             identity,
-            sessions: Mutex::new(HashMap::new()),
+            sessions: Arc::new(sessions),
             max_body,
             ready: AtomicBool::new(true),
             store: std::sync::OnceLock::new(),
         }
-    }
-
-    fn sessions(&self) -> std::sync::MutexGuard<'_, HashMap<String, (String, Instant)>> {
-        self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Whether a session id may be used by a tenant: unknown ids pass (rmcp answers
-    /// them), known ones only for the tenant that opened them.
-    fn session_allows(&self, id: &str, tenant: &str) -> bool {
-        let mut sessions = self.sessions();
-        match sessions.get_mut(id) {
-            Some((owner, used)) if owner == tenant => {
-                *used = Instant::now();
-                true
-            }
-            Some(_) => false,
-            None => true,
-        }
-    }
-
-    fn bind_session(&self, id: &str, tenant: &str) {
-        let now = Instant::now();
-        let mut sessions = self.sessions();
-        if sessions.len() >= MAX_SESSIONS {
-            sessions.retain(|_, (_, used)| now.duration_since(*used) < SESSION_IDLE);
-            if sessions.len() >= MAX_SESSIONS
-                && let Some(oldest) = sessions
-                    .iter()
-                    .min_by_key(|(_, (_, used))| *used)
-                    .map(|(id, _)| id.clone())
-            {
-                sessions.remove(&oldest);
-            }
-        }
-        sessions.insert(id.to_owned(), (tenant.to_owned(), now));
     }
 }
 
@@ -198,14 +163,15 @@ async fn guard(State(state): State<Arc<HttpState>>, request: Request, next: Next
         .and_then(|value| value.to_str().ok())
         .map(str::to_owned);
     if let Some(id) = &session
-        && !state.session_allows(id, &caller.tenant)
+        && state.sessions.open(id, &caller.tenant).is_none()
     {
-        // Another tenant's session is no session of this caller's.
+        // Another tenant's session, an ended, expired or altered one: no session of this
+        // caller's (the client starts a new one).
         return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
     }
-    let deleting = request.method() == axum::http::Method::DELETE;
     let (mut parts, body) = request.into_parts();
     let mut disconnect = None;
+    let mut version = None;
     let body = if parts.method == axum::http::Method::POST {
         let bytes = match axum::body::to_bytes(body, state.max_body).await {
             Ok(bytes) => bytes,
@@ -220,32 +186,26 @@ async fn guard(State(state): State<Arc<HttpState>>, request: Request, next: Next
                     .into_response();
             }
         };
-        if is_tool_call(&bytes) {
+        let peeked = Peek::of(&bytes);
+        if peeked.tool_call {
             let token = CancellationToken::new();
             parts.extensions.insert(Disconnect(token.clone()));
             disconnect = Some(token);
         }
+        version = peeked.initialize_version;
         Body::from(bytes)
     } else {
         body
     };
-    parts.extensions.insert(CallerSession(session.clone()));
-    parts.extensions.insert(caller.clone());
-    let response = next.run(Request::from_parts(parts, body)).await;
-    if session.is_none()
-        && let Some(id) = response
-            .headers()
-            .get(SESSION_HEADER)
-            .and_then(|value| value.to_str().ok())
-    {
-        state.bind_session(id, &caller.tenant);
-    }
-    if deleting
-        && response.status().is_success()
-        && let Some(id) = &session
-    {
-        state.sessions().remove(id);
-    }
+    parts.extensions.insert(CallerSession(session));
+    let opening = Opening {
+        tenant: caller.tenant.clone(),
+        version,
+    };
+    parts.extensions.insert(caller);
+    let response = opening
+        .scope(next.run(Request::from_parts(parts, body)))
+        .await;
     match disconnect {
         Some(token) => {
             let (parts, body) = response.into_parts();
@@ -255,16 +215,43 @@ async fn guard(State(state): State<Arc<HttpState>>, request: Request, next: Next
     }
 }
 
-/// Whether a POST body is a `tools/call` request (a JSON-RPC request with an id).
-fn is_tool_call(bytes: &Bytes) -> bool {
-    #[derive(serde::Deserialize)]
-    struct Message<'a> {
-        #[serde(borrow)]
-        method: Option<&'a str>,
-        id: Option<Value>,
+/// What the guard reads of a POST body.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Peek {
+    /// A `tools/call` request (with an id): cancelled when its caller's connection
+    /// closes.
+    tool_call: bool,
+    /// The version an `initialize` request asks for, sealed into the session id.
+    initialize_version: Option<String>,
+}
+
+impl Peek {
+    fn of(bytes: &Bytes) -> Self {
+        #[derive(serde::Deserialize)]
+        struct Params<'a> {
+            #[serde(rename = "protocolVersion", borrow)]
+            protocol_version: Option<std::borrow::Cow<'a, str>>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Message<'a> {
+            #[serde(borrow)]
+            method: Option<&'a str>,
+            id: Option<Value>,
+            #[serde(borrow)]
+            params: Option<Params<'a>>,
+        }
+        let Ok(message) = serde_json::from_slice::<Message<'_>>(bytes) else {
+            return Self::default();
+        };
+        Self {
+            tool_call: message.method == Some("tools/call") && message.id.is_some(),
+            initialize_version: (message.method == Some("initialize"))
+                .then(|| message.params.and_then(|params| params.protocol_version))
+                .flatten()
+                .filter(|version| version.len() <= 64)
+                .map(std::borrow::Cow::into_owned),
+        }
     }
-    serde_json::from_slice::<Message<'_>>(bytes)
-        .is_ok_and(|message| message.method == Some("tools/call") && message.id.is_some())
 }
 
 /// A response body that cancels its call when it is dropped before its end: the
@@ -328,7 +315,28 @@ mod tests {
             ("not json", false),
         ];
         for (body, watched) in cases {
-            assert_eq!(is_tool_call(&Bytes::from(body)), watched, "{body}");
+            assert_eq!(Peek::of(&Bytes::from(body)).tool_call, watched, "{body}");
         }
+    }
+
+    #[test]
+    fn an_initialize_says_its_version() {
+        let peek = |body: &'static str| Peek::of(&Bytes::from(body)).initialize_version;
+        assert_eq!(
+            peek(
+                r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{}}}"#
+            ),
+            Some("2025-06-18".to_owned())
+        );
+        assert_eq!(
+            peek(
+                r#"{"jsonrpc":"2.0","id":0,"method":"tools/list","params":{"protocolVersion":"2025-06-18"}}"#
+            ),
+            None
+        );
+        assert_eq!(
+            peek(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}"#),
+            None
+        );
     }
 }

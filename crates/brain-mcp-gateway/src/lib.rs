@@ -27,8 +27,9 @@
 //!   idle timeouts, `Origin` and `Host` checked, a drain on shutdown.
 //!
 //! Both protocol eras are served on one endpoint, by rmcp's Streamable HTTP server: a
-//! `2025-11-25` client gets a session (used only by the tenant that opened it), a
-//! `2026-07-28` client is served statelessly. Over stdio ([`serve_stdio`]) one tenant is
+//! `2025-11-25` client gets a session (used only by the tenant that opened it, its id
+//! sealed so that any replica holding the same key ring serves it), a `2026-07-28`
+//! client is served statelessly. Over stdio ([`serve_stdio`]) one tenant is
 //! served, for a desktop client.
 //!
 //! ```no_run
@@ -55,6 +56,7 @@ mod keys;
 mod limits;
 mod results;
 mod serve;
+mod sessions;
 mod telemetry;
 
 use std::{
@@ -70,11 +72,9 @@ use std::{
 /// crate's API).
 pub use axum;
 pub use axum::Router;
-use brain_tools::{CredentialStore, HostConfig, ToolHost};
+use brain_tools::{CredentialStore, HostConfig, KeyRing, ToolHost};
 use brain_tools_config::{GatewayConfig, Target};
-use rmcp::transport::streamable_http_server::{
-    StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
-};
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
 pub use crate::{
@@ -90,6 +90,7 @@ use crate::{
     jwt::Issuers,
     keys::ApiKeys,
     limits::Limits,
+    sessions::{SealedSessions, SealedStore, Sessions},
 };
 
 /// How long closing what calls left open may take once the gateway stopped.
@@ -106,51 +107,24 @@ pub struct Gateway {
 }
 
 impl Gateway {
-    /// The gateway of a host config's `gateway` object, calling through `host`.
+    /// The gateway of a host config's `gateway` object, calling through `host`, its
+    /// sessions sealed with a key of its own ([`GatewayBuilder::session_keys`] for a
+    /// fleet).
     ///
     /// # Errors
     /// The config has no `gateway` object, its API key file cannot be read, or the HTTP
     /// client that fetches issuers' keys cannot be built.
     pub fn new(host: ToolHost, config: &HostConfig) -> Result<Self, GatewayError> {
-        let settings = config.gateway.clone().ok_or_else(|| {
-            GatewayError::setup(
-                "the host config has no \"gateway\" object: add one (docs/gateway.md) that says how callers are known (issuers or api_keys)".to_owned(),
-            )
-        })?;
-        let keys = match &settings.api_keys {
-            Some(path) => ApiKeys::read(std::path::Path::new(path))?,
-            None => ApiKeys::default(),
-        };
-        let issuers = if settings.issuers.is_empty() {
-            None
-        } else {
-            Some(Issuers::new(
-                http_client()?,
-                settings.resource.clone().unwrap_or_default(),
-                settings.tenant_claim.clone(),
-                settings.scopes.clone(),
-                &settings.issuers,
-            ))
-        };
-        let metadata_url = settings
-            .resource
-            .as_deref()
-            .filter(|_| issuers.is_some())
-            .and_then(identity::metadata_url)
-            .map(|(url, _)| url);
-        let identity = Identity {
-            issuers,
-            keys,
-            resource: settings.resource.clone(),
-            metadata_url,
-        };
-        let shared = Arc::new(shared(host, config, &settings));
-        let max_body = usize::try_from(settings.limits.max_body_bytes).unwrap_or(usize::MAX);
-        Ok(Self {
-            state: Arc::new(HttpState::new(shared, identity, max_body)),
-            config: Arc::new(settings),
-            closed: CancellationToken::new(),
-        })
+        Self::builder(host, config).build()
+    }
+
+    /// A gateway with more than the config says.
+    pub fn builder(host: ToolHost, config: &HostConfig) -> GatewayBuilder<'_> {
+        GatewayBuilder {
+            host,
+            config,
+            session_keys: None,
+        }
     }
 
     /// Reports this credential store's state in `/readyz` (it never makes the gateway
@@ -183,7 +157,7 @@ impl Gateway {
                     .to_owned(),
             );
         }
-        let config = StreamableHttpServerConfig::default()
+        let mut config = StreamableHttpServerConfig::default()
             .with_allowed_hosts(hosts)
             .with_allowed_origins(self.config.allowed_origins.clone())
             .enforce_origin_validation()
@@ -191,6 +165,8 @@ impl Gateway {
                 usize::try_from(limits.max_body_bytes).unwrap_or(usize::MAX),
             )
             .with_cancellation_token(self.closed.child_token());
+        // A session id another replica sealed is restored from what it holds.
+        config.session_store = Some(Arc::new(SealedStore(Arc::clone(&self.state.sessions))));
         let service = StreamableHttpService::new(
             move || {
                 Ok(Handler {
@@ -198,7 +174,7 @@ impl Gateway {
                     tenant: None,
                 })
             },
-            Arc::new(LocalSessionManager::default()),
+            Arc::new(SealedSessions::new(Arc::clone(&self.state.sessions))),
             config,
         );
         http::router(Arc::clone(&self.state), service)
@@ -289,11 +265,92 @@ impl Gateway {
     }
 }
 
+/// A gateway with more than its config says: [`Gateway::builder`].
+#[derive(Debug)]
+#[must_use]
+pub struct GatewayBuilder<'a> {
+    host: ToolHost,
+    config: &'a HostConfig,
+    session_keys: Option<KeyRing>,
+}
+
+impl GatewayBuilder<'_> {
+    /// The key ring that seals legacy-era session ids (AES-256-GCM under its first key;
+    /// every key opens what it sealed, so keys rotate as the credential store's do). Give
+    /// every replica of a fleet the same ring, and a caller's next request may reach any
+    /// of them. Without it, a key of this process's own: its sessions open on it alone,
+    /// and not after a restart.
+    pub fn session_keys(mut self, keys: KeyRing) -> Self {
+        self.session_keys = Some(keys);
+        self
+    }
+
+    /// The gateway.
+    ///
+    /// # Errors
+    /// The config has no `gateway` object, its API key file cannot be read, the HTTP
+    /// client that fetches issuers' keys cannot be built, or no session key could be made.
+    pub fn build(self) -> Result<Gateway, GatewayError> {
+        let Self {
+            host,
+            config,
+            session_keys,
+        } = self;
+        let settings = config.gateway.clone().ok_or_else(|| {
+            GatewayError::setup(
+                "the host config has no \"gateway\" object: add one (docs/gateway.md) that says how callers are known (issuers or api_keys)".to_owned(),
+            )
+        })?;
+        let keys = match &settings.api_keys {
+            Some(path) => ApiKeys::read(std::path::Path::new(path))?,
+            None => ApiKeys::default(),
+        };
+        let issuers = if settings.issuers.is_empty() {
+            None
+        } else {
+            Some(Issuers::new(
+                http_client()?,
+                settings.resource.clone().unwrap_or_default(),
+                settings.tenant_claim.clone(),
+                settings.scopes.clone(),
+                &settings.issuers,
+            ))
+        };
+        let metadata_url = settings
+            .resource
+            .as_deref()
+            .filter(|_| issuers.is_some())
+            .and_then(identity::metadata_url)
+            .map(|(url, _)| url);
+        let identity = Identity {
+            issuers,
+            keys,
+            resource: settings.resource.clone(),
+            metadata_url,
+        };
+        let session_keys = match session_keys {
+            Some(keys) => keys,
+            None => KeyRing::random("local").map_err(|error| {
+                GatewayError::setup(format!("no session key could be made: {error}"))
+            })?,
+        };
+        let shared = Arc::new(shared(host, config, &settings));
+        let max_body = usize::try_from(settings.limits.max_body_bytes).unwrap_or(usize::MAX);
+        Ok(Gateway {
+            state: Arc::new(HttpState::new(
+                shared,
+                identity,
+                Sessions::new(session_keys),
+                max_body,
+            )),
+            config: Arc::new(settings),
+            closed: CancellationToken::new(),
+        })
+    }
+}
+
 /// What the handlers of one gateway share.
 fn shared(host: ToolHost, config: &HostConfig, settings: &GatewayConfig) -> Shared {
-    use ring::rand::SecureRandom;
-    let mut salt = [0u8; 16];
-    let _ = ring::rand::SystemRandom::new().fill(&mut salt);
     Shared {
         host,
         tools: config
@@ -307,7 +364,6 @@ fn shared(host: ToolHost, config: &HostConfig, settings: &GatewayConfig) -> Shar
         draining: AtomicBool::new(false),
         calls_in_flight: AtomicUsize::new(0),
         idle: tokio::sync::Notify::new(),
-        salt,
     }
 }
 

@@ -92,11 +92,12 @@ pub use api::{
 pub use auth::{
     AuthorizationPrompt, Authorizer, CredentialStore, DEFAULT_LEASE_TTL, Expected,
     FileCredentialStore, GrantKey, GrantStatus, GrantVersion, HostAuthError, IdentityTokenProvider,
-    Lease, LeaseHolder, MAX_AUTHORIZATIONS, MAX_TOKEN_LIFETIME, MemoryCredentialStore, StoreError,
-    StoreErrorKind, StoredGrant, StoredGrantSummary, Swap, VersionedGrant,
+    KeyRing, KeyRingError, Lease, LeaseHolder, MAX_AUTHORIZATIONS, MAX_TOKEN_LIFETIME,
+    MemoryCredentialStore, StoreError, StoreErrorKind, StoredGrant, StoredGrantSummary, Swap,
+    VersionedGrant,
 };
 #[cfg(feature = "postgres")]
-pub use auth::{KeyRing, KeyRingError, PostgresCredentialStore, PostgresStoreOptions};
+pub use auth::{PostgresCredentialStore, PostgresStoreOptions};
 #[cfg(all(feature = "otel", feature = "http"))]
 pub use client::ExportHttpClient;
 pub use client::{ClientBuildError, ClientOptions, ClientStats, McpClient, Shutdown};

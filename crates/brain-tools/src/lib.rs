@@ -102,13 +102,11 @@ pub use brain_mcp_transport::{CallOutcome, CallRequest, JsonObject};
 /// async trait implementations (the traits here are `async_trait` traits).
 pub use async_trait::async_trait;
 pub use brain_mcp_transport::{
-    DEFAULT_LEASE_TTL, Expected, GrantVersion, Lease, LeaseHolder, MAX_TOKEN_LIFETIME,
-    StoreErrorKind, Swap, VersionedGrant,
+    DEFAULT_LEASE_TTL, Expected, GrantVersion, KeyRing, KeyRingError, Lease, LeaseHolder,
+    MAX_TOKEN_LIFETIME, StoreErrorKind, Swap, VersionedGrant,
 };
 #[cfg(feature = "postgres")]
-pub use brain_mcp_transport::{
-    KeyRing, KeyRingError, PostgresCredentialStore, PostgresStoreOptions,
-};
+pub use brain_mcp_transport::{PostgresCredentialStore, PostgresStoreOptions};
 /// The host config: loading, validating and writing it (the `brain-tools-config` crate).
 pub use brain_tools_config as config;
 pub use brain_tools_config::{ConfigErrors, HostConfig, Loaded, ToolBinding};

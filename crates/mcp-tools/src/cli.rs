@@ -673,8 +673,8 @@ pub(crate) struct StoreArgs {
     #[arg(long = "store", value_name = "DIR|URL")]
     pub(crate) location: Option<String>,
 
-    /// With a postgres:// store: the file holding the key ring that seals the grants'
-    /// secrets (default: the key ring in $MCP_TOOLS_STORE_KEYS).
+    /// The file holding the key ring that seals a postgres:// store's secrets and `serve`'s
+    /// session ids (default: the key ring in $MCP_TOOLS_STORE_KEYS).
     #[arg(long = "store-keys", value_name = "FILE")]
     pub(crate) keys: Option<PathBuf>,
 }

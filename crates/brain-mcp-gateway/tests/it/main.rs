@@ -7,5 +7,6 @@ mod limits;
 mod load;
 #[cfg(feature = "otel")]
 mod otel;
+mod replicas;
 mod support;
 mod tenants;

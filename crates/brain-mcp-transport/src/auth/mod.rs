@@ -44,11 +44,11 @@ use std::{fmt, sync::Arc, time::SystemTime};
 use self::engine::silenced;
 pub use self::store::{
     CredentialStore, DEFAULT_LEASE_TTL, Expected, FileCredentialStore, GrantKey, GrantVersion,
-    Lease, LeaseHolder, MAX_TOKEN_LIFETIME, MemoryCredentialStore, StoreError, StoreErrorKind,
-    StoredGrant, Swap, VersionedGrant,
+    KeyRing, KeyRingError, Lease, LeaseHolder, MAX_TOKEN_LIFETIME, MemoryCredentialStore,
+    StoreError, StoreErrorKind, StoredGrant, Swap, VersionedGrant,
 };
 #[cfg(feature = "postgres")]
-pub use self::store::{KeyRing, KeyRingError, PostgresCredentialStore, PostgresStoreOptions};
+pub use self::store::{PostgresCredentialStore, PostgresStoreOptions};
 pub(crate) use self::{
     engine::{Auth, Credentials, Run},
     refreshes::Refreshes,

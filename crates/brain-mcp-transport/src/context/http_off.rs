@@ -89,6 +89,11 @@ pub(crate) mod modern {
         Failed(CallError),
     }
 
+    /// No probe in this build: nothing to bound.
+    pub(crate) fn probe_deadline(deadline: Instant) -> Instant {
+        deadline
+    }
+
     pub(crate) fn not_modern() -> CallError {
         crate::features::missing(ErrorKind::Connect, "an HTTP server", "http")
     }
@@ -103,6 +108,7 @@ pub(crate) mod modern {
             _deadline: Instant,
             _cancel: &CancellationToken,
             _non_call_budget: usize,
+            _probe_until: Option<Instant>,
         ) -> Result<Arc<Self>, OpenError> {
             Err(OpenError::Failed(not_modern()))
         }

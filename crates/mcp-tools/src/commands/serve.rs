@@ -72,8 +72,23 @@ pub(crate) async fn run(args: ServeArgs, signals: Signals) -> Outcome {
             .map_err(|error| Exit::Failed(error.to_string()));
     }
 
-    let gateway =
-        Gateway::new(host, &loaded.config).map_err(|error| Exit::Failed(error.to_string()))?;
+    // Every replica of a fleet seals sessions with the store's key ring, so that a
+    // caller's next request may reach any of them.
+    let mut builder = Gateway::builder(host, &loaded.config);
+    match store::key_ring(args.store.keys.as_deref()) {
+        Ok(Some(ring)) => builder = builder.session_keys(ring),
+        Ok(None) => tracing::info!(
+            "no key ring (--store-keys, $MCP_TOOLS_STORE_KEYS): sessions are sealed with a key of this process's own and open on no other replica"
+        ),
+        Err(error) => {
+            return Err(Exit::Failed(format!(
+                "the key ring that seals sessions cannot be used: {error}"
+            )));
+        }
+    }
+    let gateway = builder
+        .build()
+        .map_err(|error| Exit::Failed(error.to_string()))?;
     gateway.report_store(store);
     let configured = loaded
         .config

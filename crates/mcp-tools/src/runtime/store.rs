@@ -17,8 +17,9 @@ use crate::{cli::StoreArgs, runtime::exit::Exit};
 
 /// The variable that names the credential store when `--store` is not given.
 const STORE_VARIABLE: &str = "MCP_TOOLS_STORE";
-/// The variable that holds a PostgreSQL store's key ring when `--store-keys` is not given.
-#[cfg(feature = "postgres")]
+/// The variable that holds the key ring (a PostgreSQL store's, a gateway fleet's session
+/// keys) when `--store-keys` is not given.
+#[cfg(any(feature = "postgres", feature = "gateway"))]
 const STORE_KEYS_VARIABLE: &str = "MCP_TOOLS_STORE_KEYS";
 
 /// Whether a store location is a database URL rather than a folder.
@@ -96,15 +97,33 @@ fn folder(dir: PathBuf) -> Store {
     }
 }
 
+/// The key ring of `--store-keys FILE`, else of `$MCP_TOOLS_STORE_KEYS` when it is set:
+/// `None` when neither is given.
+///
+/// # Errors
+/// The file cannot be read, or what it (or the variable) holds is not a key ring.
+#[cfg(any(feature = "postgres", feature = "gateway"))]
+pub(crate) fn key_ring(keys: Option<&Path>) -> Result<Option<brain_tools::KeyRing>, String> {
+    use brain_tools::KeyRing;
+    match keys {
+        Some(file) => KeyRing::from_file(file).map(Some),
+        None if std::env::var_os(STORE_KEYS_VARIABLE).is_some() => {
+            KeyRing::from_env(STORE_KEYS_VARIABLE).map(Some)
+        }
+        None => Ok(None),
+    }
+    .map_err(|error| error.to_string())
+}
+
 /// The PostgreSQL store, not connected yet.
 #[cfg(feature = "postgres")]
 fn database(url: &str, keys: Option<&Path>) -> Result<Arc<dyn CredentialStore>, String> {
-    use brain_tools::{KeyRing, PostgresCredentialStore, PostgresStoreOptions};
-    let keys = match keys {
-        Some(file) => KeyRing::from_file(file),
-        None => KeyRing::from_env(STORE_KEYS_VARIABLE),
-    }
-    .map_err(|error| {
+    use brain_tools::{PostgresCredentialStore, PostgresStoreOptions};
+    let keys = key_ring(keys)
+        .and_then(|ring| {
+            ring.ok_or_else(|| format!("the variable {STORE_KEYS_VARIABLE} holds no key ring"))
+        })
+        .map_err(|error| {
         format!(
             "the PostgreSQL store needs a key ring to seal grants (--store-keys FILE, or ${STORE_KEYS_VARIABLE}): {error}"
         )

@@ -12,7 +12,6 @@ mod file;
 mod memory;
 #[cfg(feature = "postgres")]
 mod postgres;
-#[cfg(feature = "postgres")]
 mod seal;
 
 use std::{
@@ -21,10 +20,11 @@ use std::{
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
-pub use self::{file::FileCredentialStore, memory::MemoryCredentialStore};
 #[cfg(feature = "postgres")]
+pub use self::postgres::{PostgresCredentialStore, PostgresStoreOptions};
 pub use self::{
-    postgres::{PostgresCredentialStore, PostgresStoreOptions},
+    file::FileCredentialStore,
+    memory::MemoryCredentialStore,
     seal::{KeyRing, KeyRingError},
 };
 use crate::{endpoint::redacted_url, secret::Secret};

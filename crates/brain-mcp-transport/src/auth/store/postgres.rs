@@ -443,7 +443,7 @@ impl PostgresCredentialStore {
                     .open(&key_id, &context(key, &client_id, true), &sealed)
                     .map_err(|_| error)
             })
-            .map_err(corrupt)?;
+            .map_err(|error| corrupt(error.to_string()))?;
         let secrets: Secrets = serde_json::from_slice(&plain)
             .map_err(|_| corrupt("its sealed secrets are not a grant's".into()))?;
         let mut grant = StoredGrant::new(client_id);

@@ -142,10 +142,30 @@ impl KeyRing {
             .map(LessSafeKey::new)
     }
 
-    /// Seals `plain` under the current key, bound to `context` (what it belongs to: a
-    /// sealed value moved to another record does not open). Returns the key id and the
-    /// nonce followed by the ciphertext and tag.
-    pub(crate) fn seal(&self, context: &[u8], plain: &[u8]) -> Option<(String, Vec<u8>)> {
+    /// A key ring of one random key under `id`, for what one process seals and opens
+    /// itself (nothing sealed with it opens anywhere else, or after a restart).
+    ///
+    /// # Errors
+    /// `id` is out of the ids' alphabet, or the system has no randomness to give.
+    pub fn random(id: &str) -> Result<Self, KeyRingError> {
+        let mut key = [0u8; KEY_BYTES];
+        SystemRandom::new()
+            .fill(&mut key)
+            .map_err(|_| KeyRingError("the system gave no random key".into()))?;
+        Self::parse(&format!(
+            "{id}:{}",
+            base64::engine::general_purpose::STANDARD.encode(key)
+        ))
+    }
+
+    /// Seals `plain` (AES-256-GCM under the current key, a random nonce), bound to
+    /// `context`: what it belongs to, which must be given again to open it (a sealed
+    /// value moved to another record, or another use, does not open). Returns the key id
+    /// and the nonce followed by the ciphertext and tag.
+    ///
+    /// Every use of a ring seals under its own `context` prefix, so that what one use
+    /// sealed never opens as another's.
+    pub fn seal(&self, context: &[u8], plain: &[u8]) -> Option<(String, Vec<u8>)> {
         let id = self.current_id();
         let key = self.key(id)?;
         let mut nonce = [0u8; NONCE_LEN];
@@ -162,22 +182,28 @@ impl KeyRing {
         Some((id.to_owned(), out))
     }
 
-    /// Opens what [`KeyRing::seal`] sealed with the key `id` for `context`. `Err` says
-    /// why, without a key: the id is not in the ring, or the value does not open.
-    pub(crate) fn open(&self, id: &str, context: &[u8], sealed: &[u8]) -> Result<Vec<u8>, String> {
+    /// Opens what [`KeyRing::seal`] sealed with the key `id` for `context`.
+    ///
+    /// # Errors
+    /// Why it does not open, without a key: the id is not in the ring, or the value is
+    /// cut short, was altered, was sealed for another context or under another key.
+    pub fn open(&self, id: &str, context: &[u8], sealed: &[u8]) -> Result<Vec<u8>, KeyRingError> {
         let key = self.key(id).ok_or_else(|| {
-            format!("it was sealed with the key {id}, which the key ring does not hold")
+            KeyRingError(format!(
+                "it was sealed with the key {id}, which the key ring does not hold"
+            ))
         })?;
         if sealed.len() < NONCE_LEN {
-            return Err("its sealed secrets are cut short".into());
+            return Err(KeyRingError("its sealed secrets are cut short".into()));
         }
         let (nonce, ciphertext) = sealed.split_at(NONCE_LEN);
-        let nonce = Nonce::try_assume_unique_for_key(nonce).map_err(|_| "bad nonce".to_owned())?;
+        let nonce = Nonce::try_assume_unique_for_key(nonce)
+            .map_err(|_| KeyRingError("bad nonce".into()))?;
         let mut buffer = ciphertext.to_vec();
         let plain = key
             .open_in_place(nonce, Aad::from(context), &mut buffer)
             .map_err(|_| {
-                format!("its sealed secrets do not open with the key {id} (another key under that id, or an altered record)")
+                KeyRingError(format!("its sealed secrets do not open with the key {id} (another key under that id, or an altered record)"))
             })?;
         Ok(plain.to_vec())
     }
@@ -230,6 +256,7 @@ mod tests {
         assert!(
             old.open("k9", b"tenant a", &sealed)
                 .unwrap_err()
+                .to_string()
                 .contains("k9")
         );
         let mut flipped = sealed.clone();
@@ -249,5 +276,15 @@ mod tests {
             old.seal(b"c", b"v").unwrap().1,
             old.seal(b"c", b"v").unwrap().1
         );
+    }
+
+    #[test]
+    fn a_random_ring_opens_only_what_it_sealed() {
+        let one = KeyRing::random("local").unwrap();
+        let two = KeyRing::random("local").unwrap();
+        let (id, sealed) = one.seal(b"c", b"v").unwrap();
+        assert_eq!(one.open(&id, b"c", &sealed).unwrap(), b"v");
+        assert!(two.open(&id, b"c", &sealed).is_err());
+        assert!(KeyRing::random("no spaces").is_err());
     }
 }
