@@ -77,6 +77,9 @@ pub(super) struct Ctx<'a> {
 /// The error for a credential store that failed: `credential_store`, not sent, with the
 /// store's message (it names the file or key, and holds no secret).
 pub(super) fn store_failed(error: &StoreError) -> CallError {
+    // A store that is down may be back; a record it cannot read stays so until someone
+    // logs out or in.
+    let may_pass = error.kind() != StoreErrorKind::Corrupt;
     let detail = match error.kind() {
         StoreErrorKind::Unavailable => format!("the credential store is unavailable: {error}"),
         StoreErrorKind::Corrupt => format!(
@@ -90,6 +93,7 @@ pub(super) fn store_failed(error: &StoreError) -> CallError {
         crate::error::Delivery::NotSent,
         detail,
     )
+    .retryable_if(may_pass)
 }
 
 /// Waits for the lease on a grant, polling with backoff (5 ms, doubling to 200 ms), until

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::support::{binding, host, server, stdio_server};
 
-/// `kind/delivery: message`, as a snapshot line.
+/// `kind/delivery/retryable: message`, as a snapshot line.
 fn line(label: &str, result: &ResultEvent) -> String {
     let error = result.error.as_ref().expect("an error object");
     assert_eq!(
@@ -20,9 +20,17 @@ fn line(label: &str, result: &ResultEvent) -> String {
         )],
         "{label}: the model reads the message"
     );
+    // A task's id is the server's own: not part of what is checked.
+    let message = match error.message.split_once("unknown task: ") {
+        Some((before, after)) => format!(
+            "{before}unknown task: TASK{}",
+            after.get(36..).unwrap_or_default()
+        ),
+        None => error.message.clone(),
+    };
     format!(
-        "{label}: {}/{}: {}",
-        error.kind, error.delivery, error.message
+        "{label}: {}/{}/retryable={}: {message}",
+        error.kind, error.delivery, error.retryable
     )
 }
 

@@ -143,6 +143,19 @@ pub(crate) fn render(
             error.delivery.as_str(),
             delivery_meaning(error.delivery)
         );
+        let _ = writeln!(
+            out,
+            "{} {} ({})",
+            paint.label("retryable:"),
+            error.retryable,
+            match (error.kind, error.retryable) {
+                (ErrorKind::ToolError, _) => {
+                    "the tool's own error: what it said tells whether another try can succeed"
+                }
+                (_, true) => "another try may succeed",
+                (_, false) => "the same call fails the same way until something changes",
+            }
+        );
     }
     out
 }
@@ -186,10 +199,17 @@ fn kind_meaning(kind: ErrorKind) -> &'static str {
         ErrorKind::UnknownTool => "no such tool for this tenant",
         ErrorKind::InvalidArguments => "the arguments do not satisfy the tool's input_schema",
         ErrorKind::MissingToken => "the binding's token_env variable is not set",
-        ErrorKind::Connect => "the server could not be reached",
+        ErrorKind::Connect => "the server could not be reached, or its command could not start",
         ErrorKind::HttpStatus => "the server answered with an HTTP error status",
-        ErrorKind::Protocol => "the server's answer was not valid MCP",
-        ErrorKind::Timeout => "the call's deadline (timeout_seconds) passed",
+        ErrorKind::Protocol => {
+            "the server answered with a JSON-RPC error or with something that is not a tool result, or the exchange broke off"
+        }
+        ErrorKind::ServerExited => {
+            "the server's process ended during the call: it crashed, was killed or exited"
+        }
+        ErrorKind::Timeout => {
+            "a time limit passed: the call's deadline (timeout_seconds), or its task's time to live"
+        }
         ErrorKind::Cancelled => "the call was cancelled",
         ErrorKind::OutputTooLarge => "the response exceeded max_output_bytes",
         ErrorKind::ToolError => "the tool reported an error; its text is above",
@@ -210,7 +230,7 @@ fn kind_meaning(kind: ErrorKind) -> &'static str {
 fn delivery_meaning(delivery: Delivery) -> &'static str {
     match delivery {
         Delivery::NotSent => {
-            "the tool did not run (the request never reached the server, or the server refused it before running it): safe to retry"
+            "the tool did not run (the request never reached the server, or the server refused it before running it): a retry cannot repeat anything"
         }
         Delivery::Unknown => {
             "the request may have reached the server, so the tool may have run: check before retrying"
@@ -402,6 +422,11 @@ mod tests {
                 "search: could not connect to http://127.0.0.1:9",
             ),
             (
+                ErrorKind::ServerExited,
+                Delivery::Unknown,
+                "search failed: the server's process ended before it answered (killed by signal 11 (SIGSEGV): it crashed)",
+            ),
+            (
                 ErrorKind::HttpStatus,
                 Delivery::NotSent,
                 "search: the server answered HTTP 401",
@@ -454,6 +479,18 @@ mod tests {
             all.push_str(&transcript(&[result], &[]));
             all.push_str("----\n");
         }
+        // A command that cannot start: it did not run, and trying again will not help.
+        let result = ToolEvent::failure(
+            header("notes"),
+            ToolError::new(
+                ErrorKind::Connect,
+                Delivery::NotSent,
+                "notes failed: command notes-server ended before its handshake (exit status: 2; stderr: python3: can't open file '/srv/server.py')",
+            )
+            .with_retryable(false),
+        );
+        all.push_str(&transcript(&[result], &[]));
+        all.push_str("----\n");
         // A tool's own error keeps its content.
         let result = ToolEvent::Result(
             ResultEvent::new(
