@@ -56,7 +56,7 @@ pub use options::{BearerOptions, Era, ServerOptions};
 pub use postgres::{Postgres, postgres_bindir};
 pub use refused::RefusedPort;
 pub use stdio::{
-    EXIT_MID_CALL_STATUS, StdioOptions, build_binaries, http_binary_path, serve_stdio,
+    Crash, EXIT_MID_CALL_STATUS, StdioOptions, build_binaries, http_binary_path, serve_stdio,
     stdio_binary_path,
 };
 pub use tls::Tls;

@@ -18,6 +18,54 @@ use crate::tools::{Kit, Testkit, late_progress, raw_after_progress, raw_call, ra
 /// Exit status of the stdio server when a fault makes it exit mid-call.
 pub const EXIT_MID_CALL_STATUS: i32 = 1;
 
+/// How the stdio server crashes mid-call (`--crash-mid-call`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Crash {
+    /// Killed by SIGSEGV, as a server with a memory fault is (`segv`): the process raises
+    /// the signal on itself (Rust's handler for stack overflows steps aside on the first,
+    /// the default action ends the process on the next), so its parent sees a death by
+    /// signal 11.
+    Segfault,
+    /// Exits with this status (`--crash-mid-call 139`: how a shell, or a launcher such as
+    /// `npx`, reports a server it started that died of SIGSEGV).
+    Exit(i32),
+}
+
+impl Crash {
+    /// Crashes the process now.
+    pub fn now(self) -> ! {
+        match self {
+            Crash::Segfault => {
+                // No core file left behind wherever the tests run.
+                #[cfg(unix)]
+                let _ =
+                    nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_CORE, 0, 0);
+                #[cfg(unix)]
+                loop {
+                    let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGSEGV);
+                }
+                #[cfg(not(unix))]
+                std::process::abort()
+            }
+            Crash::Exit(status) => std::process::exit(status),
+        }
+    }
+}
+
+impl std::str::FromStr for Crash {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text {
+            "segv" => Ok(Crash::Segfault),
+            status => status.parse().map(Crash::Exit).map_err(|_| {
+                format!("--crash-mid-call takes segv or an exit status, not {status:?}")
+            }),
+        }
+    }
+}
+
 /// How [`serve_stdio`] behaves. The `brain-mcp-testkit-stdio` binary maps its flags onto this.
 #[derive(Clone, Debug, Default)]
 #[non_exhaustive]
@@ -33,6 +81,8 @@ pub struct StdioOptions {
     pub ignore_stdin_close: bool,
     /// Exit (status [`EXIT_MID_CALL_STATUS`]) when the first `tools/call` arrives (`--exit-mid-call`).
     pub exit_mid_call: bool,
+    /// Crash when the first `tools/call` arrives (`--crash-mid-call segv|STATUS`).
+    pub crash_mid_call: Option<Crash>,
     /// Rewrite this file with the counters as JSON after every change, once a `tools/call`
     /// has arrived (env `TESTKIT_COUNTERS`): a process that only did the handshake writes
     /// nothing, so a client's unused warm process does not hide the last call's counters.
@@ -237,6 +287,9 @@ impl StdioTransport {
         };
         if self.options.exit_mid_call {
             std::process::exit(EXIT_MID_CALL_STATUS);
+        }
+        if let Some(crash) = self.options.crash_mid_call {
+            crash.now();
         }
         let token = raw_progress_token(message);
         match tool {

@@ -11,6 +11,10 @@
 //!   `never`, `input` (it asks for input, `input_required`, then answers `answered: <action>`);
 //! - `poll_ms` (default 10): the `pollIntervalMs` it suggests; `ttl_ms` (default 60000, 0
 //!   for none): its `ttlMs`;
+//! - `at_ttl`: what the server does once the task's `ttlMs` passed: `fail` (the default,
+//!   rmcp's `TaskManager`: the next poll sees it `failed`, -32603 "task expired"),
+//!   `forget` (it deletes the task: the next poll is refused with -32602 "unknown task"),
+//!   or `nothing` (the time to live is only advertised: the task runs on);
 //! - `flaky` (default 0): over HTTP, the first `flaky` polls fail on the wire, the odd ones
 //!   with HTTP 503 and the even ones with the connection dropped before any answer; they
 //!   do not count as polls;
@@ -62,6 +66,11 @@ impl std::fmt::Debug for Tasks {
 
 /// When a task may end.
 struct Gate {
+    /// `at_ttl: forget`: when the server deletes the task.
+    forget_at: Option<std::time::Instant>,
+    /// The `ttlMs` each answer about the task advertises (`at_ttl: nothing`, where the
+    /// task manager knows none).
+    advertised_ttl: Option<u64>,
     polls: u64,
     flaky: u64,
     flaked: u64,
@@ -134,9 +143,18 @@ impl Lie {
     }
 }
 
+/// What the server does once a task's `ttlMs` passed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AtTtl {
+    Fail,
+    Forget,
+    Nothing,
+}
+
 /// The script of one task, from the call's arguments.
 #[derive(Debug, Clone)]
 pub(crate) struct Script {
+    at_ttl: AtTtl,
     polls: u64,
     outcome: Outcome,
     bytes: Option<usize>,
@@ -183,11 +201,23 @@ impl Script {
                 ));
             }
         };
+        let at_ttl = match args.get("at_ttl").map(|v| v.as_str()) {
+            None | Some(Some("fail")) => AtTtl::Fail,
+            Some(Some("forget")) => AtTtl::Forget,
+            Some(Some("nothing")) => AtTtl::Nothing,
+            _ => {
+                return Err(ErrorData::invalid_params(
+                    "at_ttl must be fail, forget or nothing",
+                    None,
+                ));
+            }
+        };
         let bytes = match args.get("bytes") {
             None => None,
             Some(_) => Some(usize::try_from(number("bytes", 0)?.min(256 << 20)).unwrap_or(0)),
         };
         Ok(Self {
+            at_ttl,
             polls: number("polls", 1)?.max(1),
             outcome,
             bytes,
@@ -236,8 +266,11 @@ impl Tasks {
             }
         }
         let (release, released) = oneshot::channel();
+        // Only `fail` leaves the time to live to the task manager, which fails the task
+        // once it passed; the others keep it from the manager and play their own part.
+        let managed_ttl = script.ttl_ms.filter(|_| script.at_ttl == AtTtl::Fail);
         let mut options = TaskOptions::new()
-            .with_ttl_ms(script.ttl_ms)
+            .with_ttl_ms(managed_ttl)
             .with_poll_interval_ms(script.poll_ms);
         if script.status {
             options = options.with_status_message("started");
@@ -249,9 +282,17 @@ impl Tasks {
             Box::pin(work(ctx, work_script, released, Running::new(stats)))
         });
         let context = context.unwrap_or_else(|| unreachable!("spawn hands the context over"));
+        let mut task = task;
+        task.ttl_ms = script.ttl_ms;
+        let forget_at = script
+            .ttl_ms
+            .filter(|_| script.at_ttl == AtTtl::Forget)
+            .map(|ttl| std::time::Instant::now() + Duration::from_millis(ttl));
         self.lock().insert(
             task.task_id.clone(),
             Gate {
+                forget_at,
+                advertised_ttl: script.ttl_ms,
                 polls: 0,
                 flaky: script.flaky,
                 flaked: 0,
@@ -296,10 +337,26 @@ impl Tasks {
 
     /// `tasks/get`: counts the poll; the poll the script names sees the task end.
     pub(crate) async fn get(&self, id: &str) -> Result<GetTaskResult, ErrorData> {
+        let forgotten = self.lock().get(id).is_some_and(|gate| {
+            gate.forget_at
+                .is_some_and(|at| std::time::Instant::now() >= at)
+        });
+        if forgotten {
+            // Deleted past its time to live, as the extension lets a server do: its work
+            // stops, and the task is no longer known.
+            let _ = self.manager.cancel_task(id);
+            self.lock().remove(id);
+            return Err(ErrorData::invalid_params(
+                format!("unknown task: {id}"),
+                None,
+            ));
+        }
+        let mut advertised_ttl = None;
         let release = {
             let mut gates = self.lock();
             match gates.get_mut(id) {
                 Some(gate) => {
+                    advertised_ttl = gate.advertised_ttl;
                     gate.polls += 1;
                     if gate.status {
                         let of = gate
@@ -320,9 +377,12 @@ impl Tasks {
             self.settle(id, |status| status != TaskStatus::Working)
                 .await;
         }
-        let task = self.manager.get_task(id)?;
+        let mut task = self.manager.get_task(id)?;
         if task.status().is_terminal() {
             self.lock().remove(id);
+        }
+        if advertised_ttl.is_some() {
+            task.task.ttl_ms = advertised_ttl;
         }
         Ok(GetTaskResult::new(task))
     }

@@ -20,6 +20,7 @@ pub(crate) fn missing(kind: ErrorKind, what: &str, feature: &str) -> CallError {
              (and brain-tools), which this build lacks"
         ),
     )
+    .retryable_if(false)
 }
 
 /// What a build has (its cargo features), as data: the check below is pure, and its

@@ -2,7 +2,7 @@
 //!
 //! | MCP | Brain |
 //! |---|---|
-//! | `structuredContent` | `json` block, first; what the model would read twice is read once (see [`ResultContent`]) |
+//! | `structuredContent` | `json` block, first; what the model would read twice is read once, media included (see [`ResultContent`]) |
 //! | `text` | `text` |
 //! | `image` (an `image/...` MIME type, data in base64) | `image` |
 //! | `resource` with `text` | `text` |
@@ -27,8 +27,10 @@ pub enum ResultContent {
     /// the text blocks whose information the structured content already holds (the same
     /// JSON in any formatting, the JSON of one of its values, or one of its strings). When
     /// the structured content only wraps one value (`{"result": "..."}`) that a text block
-    /// says, the text stays and the `json` block goes (the shorter of the two). Nothing
-    /// the structured content does not hold is dropped.
+    /// says, the text stays and the `json` block goes (the shorter of the two). Media the
+    /// structured content repeats (the base64 of an image, audio or a resource's blob
+    /// that a content block carries) is read in its block: in the `json` block a short
+    /// note stands in its place. Nothing the structured content does not hold is dropped.
     #[default]
     Once,
     /// The `json` block and every content block, as the server sent them.
@@ -85,7 +87,11 @@ impl McpResult {
         if keep.json
             && let Some(value) = &structured
         {
-            content.push(ContentBlock::json(value.clone()));
+            let mut value = value.clone();
+            if form == ResultContent::Once {
+                read_media_once(&mut value, blocks);
+            }
+            content.push(ContentBlock::json(value));
         }
         for (block, kept) in blocks.iter().zip(&keep.blocks) {
             if *kept {
@@ -232,6 +238,68 @@ fn keep(structured: Option<&Value>, blocks: &[Value], form: ResultContent) -> Ke
                     .map(|block| text(block).is_none_or(|text| !held(text, structured)))
                     .collect(),
             }
+        }
+    }
+}
+
+/// A media block's bytes as the model would otherwise read them twice: its base64, and
+/// what to say in its place (`image/png data, about 30255 bytes: the same as the image
+/// that follows`).
+fn media(block: &Value) -> Option<(&str, String)> {
+    let (data, mime_type, what) = match str_field(block, "type")? {
+        "image" => (
+            str_field(block, "data")?,
+            str_field(block, "mimeType"),
+            "image",
+        ),
+        "audio" => (
+            str_field(block, "data")?,
+            str_field(block, "mimeType"),
+            "audio",
+        ),
+        "resource" => {
+            let resource = block.get("resource")?;
+            (
+                str_field(resource, "blob")?,
+                str_field(resource, "mimeType"),
+                "resource",
+            )
+        }
+        _ => return None,
+    };
+    (!data.is_empty()).then(|| {
+        (
+            data,
+            format!(
+                "[{} data, about {} bytes: the same as the {what} that follows]",
+                quoted(mime_type.unwrap_or("binary")),
+                decoded_size(data)
+            ),
+        )
+    })
+}
+
+/// Media read once: in the structured content the model reads, every string that is the
+/// base64 of a media block (an image, audio, a resource's blob) gives way to a short note
+/// that says so. The block itself is read as it always is (an image as an image, the
+/// rest as its note), so nothing is lost and nothing is read twice; `McpResult::structured`
+/// keeps the server's value whole for validation and for the host.
+fn read_media_once(value: &mut Value, blocks: &[Value]) {
+    let media: Vec<(&str, String)> = blocks.iter().filter_map(media).collect();
+    if media.is_empty() {
+        return;
+    }
+    let mut stack = vec![value];
+    while let Some(value) = stack.pop() {
+        match value {
+            Value::String(text) => {
+                if let Some((_, note)) = media.iter().find(|(data, _)| data == text) {
+                    *text = note.clone();
+                }
+            }
+            Value::Object(map) => stack.extend(map.values_mut()),
+            Value::Array(items) => stack.extend(items.iter_mut()),
+            _ => {}
         }
     }
 }
@@ -461,6 +529,45 @@ mod tests {
             assert_eq!(
                 McpResult::convert(&result, ResultContent::Content).structured,
                 result.get("structuredContent").cloned()
+            );
+        }
+    }
+
+    /// Media the structured content repeats is read once, in its block; the other forms
+    /// keep it as the server sent it, and the structured content is kept whole.
+    #[test]
+    fn media_the_structured_content_repeats_is_read_once() {
+        let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+        let wav = "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAIA+AAACABAAZGF0YQAAAAA=";
+        let result = json!({
+            "content": [
+                {"type": "image", "data": png, "mimeType": "image/png"},
+                {"type": "audio", "data": wav, "mimeType": "audio/wav"}
+            ],
+            "structuredContent": {"content": [
+                {"type": "image", "data": png, "mimeType": "image/png"},
+                {"type": "audio", "data": wav, "mimeType": "audio/wav"}
+            ], "name": "chart.png"}
+        });
+        let once = McpResult::convert(&result, ResultContent::Once);
+        assert_eq!(
+            once.content[0],
+            ContentBlock::json(json!({"content": [
+                {"type": "image", "data": "[image/png data, about 72 bytes: the same as the image that follows]", "mimeType": "image/png"},
+                {"type": "audio", "data": "[audio/wav data, about 45 bytes: the same as the audio that follows]", "mimeType": "audio/wav"}
+            ], "name": "chart.png"}))
+        );
+        assert_eq!(once.content[1], ContentBlock::image("image/png", png));
+        assert!(
+            matches!(&once.content[2], ContentBlock::Text { text } if text.starts_with("[audio (audio/wav"))
+        );
+        assert_eq!(once.structured, result.get("structuredContent").cloned());
+        for form in [ResultContent::Both, ResultContent::Structured] {
+            let kept = McpResult::convert(&result, form);
+            assert_eq!(
+                kept.content[0],
+                ContentBlock::json(result["structuredContent"].clone()),
+                "{form:?}"
             );
         }
     }

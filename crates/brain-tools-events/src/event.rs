@@ -224,15 +224,49 @@ impl ContentBlock {
 }
 
 /// Why a call failed, for the host.
+///
+/// Two questions a host asks before it tries again, answered apart: whether the tool may
+/// have run ([`may_have_run`](Self::may_have_run), from `delivery`: trying again may
+/// repeat what it did), and whether another try may succeed at all
+/// ([`retryable`](Self::retryable): a wrong tool name never will, a server that was down
+/// may).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "ToolErrorFields")]
 #[non_exhaustive]
 pub struct ToolError {
     /// What went wrong.
     pub kind: ErrorKind,
     /// Whether the server may have run the tool.
     pub delivery: Delivery,
+    /// Whether the same call, made again unchanged, may succeed: false when it is known
+    /// to fail the same way (see [`ErrorKind::retryable_by_default`] and
+    /// docs/errors.md). A line without it (written before the field existed) reads as
+    /// its kind's default.
+    pub retryable: bool,
     /// One sentence that names the tool; never a token or the arguments.
     pub message: String,
+}
+
+/// A `ToolError` as JSON has it, `retryable` perhaps missing.
+#[derive(Deserialize)]
+struct ToolErrorFields {
+    kind: ErrorKind,
+    delivery: Delivery,
+    retryable: Option<bool>,
+    message: String,
+}
+
+impl From<ToolErrorFields> for ToolError {
+    fn from(fields: ToolErrorFields) -> Self {
+        Self {
+            kind: fields.kind,
+            delivery: fields.delivery,
+            retryable: fields
+                .retryable
+                .unwrap_or_else(|| fields.kind.retryable_by_default()),
+            message: fields.message,
+        }
+    }
 }
 
 /// `kind (delivery): message`.
@@ -245,13 +279,33 @@ impl fmt::Display for ToolError {
 impl std::error::Error for ToolError {}
 
 impl ToolError {
-    /// An error.
+    /// An error, retryable as its kind usually is ([`ErrorKind::retryable_by_default`]);
+    /// [`with_retryable`](Self::with_retryable) says otherwise when the one reporting it
+    /// knows better.
     pub fn new(kind: ErrorKind, delivery: Delivery, message: impl Into<String>) -> Self {
         Self {
             kind,
             delivery,
+            retryable: kind.retryable_by_default(),
             message: message.into(),
         }
+    }
+
+    /// The same error, saying whether another try may succeed.
+    pub fn with_retryable(mut self, retryable: bool) -> Self {
+        self.retryable = retryable;
+        self
+    }
+
+    /// Whether the server may have run the tool (delivery `unknown` or `delivered`):
+    /// trying again may repeat what it did. False only for `not_sent`.
+    pub fn may_have_run(&self) -> bool {
+        self.delivery.may_have_run()
+    }
+
+    /// Whether the same call, made again unchanged, may succeed (the `retryable` field).
+    pub fn retryable(&self) -> bool {
+        self.retryable
     }
 }
 
@@ -296,6 +350,10 @@ pub enum ErrorKind {
     /// (a database down, a record that cannot be read: the message names it). Not sent;
     /// calls whose token is still in memory go on meanwhile.
     CredentialStore,
+    /// A stdio server's process ended while it had the call (it crashed, was killed, or
+    /// exited without answering): the message gives its exit status. `unknown` once the
+    /// call was written.
+    ServerExited,
 }
 
 impl ErrorKind {
@@ -317,6 +375,38 @@ impl ErrorKind {
             ErrorKind::AuthorizationRequired => "authorization_required",
             ErrorKind::AuthorizationFailed => "authorization_failed",
             ErrorKind::CredentialStore => "credential_store",
+            ErrorKind::ServerExited => "server_exited",
+        }
+    }
+
+    /// Whether another try of a call that failed so usually may succeed, when the one who
+    /// reports the failure knows no better (the transport and `ToolHost` do, per cause:
+    /// a refused connection may succeed later, a stdio command that cannot start will
+    /// not; a 503 may pass, a 403 will not; a broken stream may, an answer that is not
+    /// MCP will not). False for what stays as it is until someone changes something: an
+    /// unknown tool, invalid arguments, a missing token, a refusing status, an answer that
+    /// is not MCP, an output over budget or off its schema, a tool's own error (its
+    /// content says more), no executor, an authorization someone must give or fix. True
+    /// for what may pass: a server unreachable, a deadline, a cancel, a store that is
+    /// down, a process that died.
+    pub fn retryable_by_default(self) -> bool {
+        match self {
+            ErrorKind::UnknownTool
+            | ErrorKind::InvalidArguments
+            | ErrorKind::MissingToken
+            | ErrorKind::HttpStatus
+            | ErrorKind::Protocol
+            | ErrorKind::OutputTooLarge
+            | ErrorKind::ToolError
+            | ErrorKind::OutputSchema
+            | ErrorKind::Executor
+            | ErrorKind::AuthorizationRequired
+            | ErrorKind::AuthorizationFailed => false,
+            ErrorKind::Connect
+            | ErrorKind::Timeout
+            | ErrorKind::Cancelled
+            | ErrorKind::CredentialStore
+            | ErrorKind::ServerExited => true,
         }
     }
 }
@@ -357,6 +447,15 @@ impl Delivery {
             Delivery::Delivered => "delivered",
         }
     }
+
+    /// Whether the server may have run the tool: false only for `not_sent`, so a host's
+    /// retry logic needs no guessed arm for a value added later.
+    pub fn may_have_run(self) -> bool {
+        match self {
+            Delivery::NotSent => false,
+            Delivery::Unknown | Delivery::Delivered => true,
+        }
+    }
 }
 
 fn number<S: Serializer>(value: &f64, serializer: S) -> Result<S::Ok, S::Error> {
@@ -386,5 +485,29 @@ mod tests {
         let boxed: Box<dyn std::error::Error + Send + Sync> = Box::new(error);
         assert!(boxed.source().is_none());
         assert_eq!(Delivery::NotSent.to_string(), "not_sent");
+    }
+
+    /// The two questions a host asks before it tries again, on the error and in its JSON.
+    #[test]
+    fn an_error_says_whether_the_tool_may_have_run_and_whether_a_retry_may_succeed() {
+        let unknown = ToolError::new(ErrorKind::UnknownTool, Delivery::NotSent, "no");
+        assert!(!unknown.may_have_run() && !unknown.retryable());
+        let timeout = ToolError::new(ErrorKind::Timeout, Delivery::Unknown, "slow");
+        assert!(timeout.may_have_run() && timeout.retryable());
+        let refused =
+            ToolError::new(ErrorKind::Connect, Delivery::NotSent, "x").with_retryable(false);
+        assert!(!refused.may_have_run() && !refused.retryable());
+        assert_eq!(
+            serde_json::to_string(&refused).unwrap(),
+            r#"{"kind":"connect","delivery":"not_sent","retryable":false,"message":"x"}"#
+        );
+        // A line written before the field existed reads as its kind's default.
+        let old: ToolError =
+            serde_json::from_str(r#"{"kind":"timeout","delivery":"unknown","message":"m"}"#)
+                .unwrap();
+        assert!(old.retryable);
+        let round: ToolError =
+            serde_json::from_str(&serde_json::to_string(&refused).unwrap()).unwrap();
+        assert_eq!(round, refused);
     }
 }

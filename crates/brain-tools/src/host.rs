@@ -28,6 +28,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::{
+    advice::advice,
     bindings::grant_of,
     executor::{HttpToolCall, HttpToolExecutor, HttpToolOutput},
     sink::EventSink,
@@ -538,7 +539,7 @@ impl ToolHost {
         &self,
         (scope, tool): (&CallScope, &str),
         arguments: Value,
-        (cancel, call_deadline): (CancellationToken, Option<Instant>),
+        (cancel, call_deadline): (CancellationToken, Option<(Instant, Option<Duration>)>),
         (sink, keep): (&dyn EventSink, bool),
         (report, sent): (&CallReport, &AtomicBool),
     ) -> ResultEvent {
@@ -546,14 +547,6 @@ impl ToolHost {
         // Step 1: check. Nothing touches the network before this passes.
         let allowed = match self.inner.policy.check(&scope.tenant_id, tool, &arguments) {
             Ok(allowed) => allowed,
-            Err(Denied::UnknownTool { .. }) => {
-                return failure(
-                    header,
-                    ErrorKind::UnknownTool,
-                    Delivery::NotSent,
-                    format!("there is no tool named {tool}"),
-                );
-            }
             Err(Denied::InvalidArguments { violations, .. }) => {
                 return failure(
                     header,
@@ -564,13 +557,19 @@ impl ToolHost {
                     ),
                 );
             }
+            // A tool the tenant may not use answers exactly as one that does not exist:
+            // the names offered are the tenant's own, whatever the name asked for.
             Err(_) => {
-                return failure(
-                    header,
-                    ErrorKind::UnknownTool,
-                    Delivery::NotSent,
-                    format!("there is no tool named {tool}"),
-                );
+                let tools = self.inner.policy.tools_for(&scope.tenant_id);
+                let offered = crate::nearest::nearest(tool, tools.map(|b| b.name.as_str()));
+                let what = match offered.as_slice() {
+                    [] => format!("there is no tool named {tool}"),
+                    names => format!(
+                        "there is no tool named {tool} (tools with similar names: {})",
+                        names.join(", ")
+                    ),
+                };
+                return failure(header, ErrorKind::UnknownTool, Delivery::NotSent, what);
             }
         };
         let binding = allowed.binding().clone();
@@ -578,9 +577,18 @@ impl ToolHost {
         // One deadline for steps 2 to 5, computed once: the binding's timeout, or the
         // call's own deadline when that comes sooner.
         let now = Instant::now();
-        let deadline =
-            call_deadline.map_or(now + limits.timeout, |at| at.min(now + limits.timeout));
-        let timeout = deadline.saturating_duration_since(now);
+        let (deadline, took) = match call_deadline.filter(|(at, _)| *at < now + limits.timeout) {
+            // A timeout the caller gave is said as given, not as what is left of it.
+            Some((at, said)) => (
+                at,
+                said.unwrap_or_else(|| at.saturating_duration_since(now)),
+            ),
+            None => (now + limits.timeout, limits.timeout),
+        };
+        let timeout = Deadline {
+            took,
+            binding: limits.timeout,
+        };
         let (progress_tx, progress_rx) = progress_channel(PROGRESS_QUEUE);
         let outcome = match &binding.target {
             Target::Mcp(mcp) => {
@@ -595,7 +603,7 @@ impl ToolHost {
                 };
                 let mut secrets: Vec<Secret> = token.into_iter().collect();
                 let mut request =
-                    CallRequest::new(endpoint, &mcp.mcp_tool, &scope.call_id, timeout)
+                    CallRequest::new(endpoint, &mcp.mcp_tool, &scope.call_id, timeout.took)
                         .deadline(deadline)
                         .arguments(arguments.as_object().cloned().unwrap_or_default())
                         .meta(scope_meta(scope))
@@ -738,7 +746,7 @@ impl ToolHost {
         grant_of(auth, |variable| tokens(variable))
             .map(Some)
             .map_err(|error| {
-                ToolError::new(
+                tool_error(
                     ErrorKind::MissingToken,
                     Delivery::NotSent,
                     format!("{tool} was not called because {error}"),
@@ -751,7 +759,7 @@ impl ToolHost {
     fn token(&self, tool: &str, variable: &str) -> Result<Secret, ToolError> {
         match (self.inner.tokens)(variable).map(Secret::new) {
             Some(token) if token.is_header_safe() => Ok(token),
-            Some(token) if !token.expose().is_empty() => Err(ToolError::new(
+            Some(token) if !token.expose().is_empty() => Err(tool_error(
                 ErrorKind::MissingToken,
                 Delivery::NotSent,
                 format!(
@@ -849,7 +857,9 @@ pub struct ToolCall {
     tool: String,
     arguments: Value,
     cancel: CancellationToken,
-    deadline: Option<Instant>,
+    /// The call's own deadline, and the timeout it was given as (said in the message of a
+    /// call that meets it).
+    deadline: Option<(Instant, Option<Duration>)>,
     sink: Arc<dyn EventSink>,
     mcp_result: bool,
 }
@@ -875,17 +885,18 @@ impl fmt::Debug for ToolCall {
 impl ToolCall {
     /// Ends the call with `timeout` once `timeout` has passed, if that comes before the
     /// binding's own `timeout_seconds` (which always applies).
-    pub fn timeout(self, timeout: Duration) -> Self {
+    pub fn timeout(mut self, timeout: Duration) -> Self {
         let deadline = Instant::now()
             .checked_add(timeout)
             .unwrap_or_else(|| Instant::now() + MAX_TIMEOUT);
-        self.deadline(deadline)
+        self.deadline = Some((deadline, Some(timeout)));
+        self
     }
 
     /// Ends the call with `timeout` at `deadline`, if that comes before the binding's own
     /// `timeout_seconds` (which always applies).
     pub fn deadline(mut self, deadline: Instant) -> Self {
-        self.deadline = Some(deadline);
+        self.deadline = Some((deadline, None));
         self
     }
 
@@ -1099,7 +1110,7 @@ async fn stream<T>(
 async fn run_http(
     executor: Arc<dyn HttpToolExecutor>,
     call: HttpToolCall,
-    (binding, timeout): (&ToolBinding, Duration),
+    (binding, timeout): (&ToolBinding, Deadline),
     cancel: CancellationToken,
 ) -> Result<HttpToolOutput, ToolError> {
     let tool = &binding.name;
@@ -1111,12 +1122,12 @@ async fn run_http(
     // returned on its way out. So the deadline and the cancel are looked at first.
     let outcome = tokio::select! {
         biased;
-        () = tokio::time::sleep_until(deadline) => Err(ToolError::new(
+        () = tokio::time::sleep_until(deadline) => Err(tool_error(
             ErrorKind::Timeout,
             Delivery::Unknown,
-            timed_out(tool, timeout),
+            timeout.timed_out_after(tool),
         )),
-        () = cancel.cancelled() => Err(ToolError::new(
+        () = cancel.cancelled() => Err(tool_error(
             ErrorKind::Cancelled,
             Delivery::Unknown,
             format!("{tool} was cancelled"),
@@ -1131,7 +1142,7 @@ async fn run_http(
 /// the result.
 fn finish(header: CallHeader, tool: &str, allowed: &Allowed, result: McpResult) -> ResultEvent {
     if result.is_error {
-        return ResultEvent::new(header, true, result.content).with_error(ToolError::new(
+        return ResultEvent::new(header, true, result.content).with_error(tool_error(
             ErrorKind::ToolError,
             Delivery::Delivered,
             format!("{tool} reported an error"),
@@ -1149,7 +1160,7 @@ fn finish(header: CallHeader, tool: &str, allowed: &Allowed, result: McpResult) 
 }
 
 fn missing_token(tool: &str, variable: &str) -> ToolError {
-    ToolError::new(
+    tool_error(
         ErrorKind::MissingToken,
         Delivery::NotSent,
         format!(
@@ -1217,20 +1228,22 @@ const TIMED_OUT: &str = "timed out";
 const OVER_BUDGET: &str = "the output exceeded";
 
 fn call_failure(
-    (tool, timeout): (&str, Duration),
+    (tool, timeout): (&str, Deadline),
     binding: &ToolBinding,
     error: &CallError,
     secrets: &[Secret],
     login: Login<'_>,
 ) -> ToolError {
-    // The transport's kind and delivery are the event's: only the sentence is ours.
-    let kind = error.kind();
-    let message = match kind {
+    // The transport's kind, delivery and retryable are the event's: only the sentence is
+    // ours.
+    let (kind, delivery, retryable) = (error.kind(), error.delivery(), error.retryable());
+    let advice = advice(kind, delivery, retryable);
+    let what = match kind {
         // A task that outlived its time to live says so; the call's own deadline is ours.
         ErrorKind::Timeout if error.detail() != TIMED_OUT => {
             format!("{tool} timed out: {}", error.detail())
         }
-        ErrorKind::Timeout => timed_out(tool, timeout),
+        ErrorKind::Timeout => timeout.timed_out_after(tool),
         ErrorKind::Cancelled => format!("{tool} was cancelled"),
         // The whole result came, and its shape (not its bytes) was past the bounds. (A
         // task's result over the budget is delivered too: the task ran.)
@@ -1247,8 +1260,9 @@ fn call_failure(
             "{tool} returned more than its max_output_bytes ({} bytes)",
             binding.max_output_bytes
         ),
+        // What to run comes last, after what it means for calling again.
         ErrorKind::AuthorizationRequired => format!(
-            "{tool} was not called because it needs the tenant to authorize: {}; run `{}`",
+            "{tool} was not called because it needs the tenant to authorize: {}; {advice}: run `{}`",
             error.detail(),
             login.command("login", tool)
         ),
@@ -1268,7 +1282,11 @@ fn call_failure(
         ),
         _ => format!("{tool} failed: {}", error.detail()),
     };
-    let delivery = error.delivery();
+    let message = if kind == ErrorKind::AuthorizationRequired {
+        what
+    } else {
+        format!("{what}; {advice}")
+    };
     // Server text can echo anything back; no secret leaves in a message.
     let message = secrets
         .iter()
@@ -1276,28 +1294,65 @@ fn call_failure(
         .fold(message, |message, secret| {
             message.replace(secret.expose(), "<redacted>")
         });
-    ToolError::new(kind, delivery, message)
+    ToolError::new(kind, delivery, message).with_retryable(retryable)
 }
 
-/// "`tool` timed out after 30 s" (or "after 0.25 s": a call's own deadline may be short).
-/// Said to the hundredth of a second, and in whole seconds when it is some: a deadline a
-/// few microseconds short of 3 s (taken from a clock) reads "3 s", not "3.00 s".
-fn timed_out(tool: &str, timeout: Duration) -> String {
-    let hundredths = (timeout.as_millis() + 5) / 10;
-    if hundredths.is_multiple_of(100) {
-        format!("{tool} timed out after {} s", hundredths / 100)
-    } else {
-        format!("{tool} timed out after {:.2} s", hundredths as f64 / 100.0)
+/// The deadline a call ran against: what it had (`took`), and its binding's
+/// `timeout_seconds`; a sooner deadline is one its caller gave (`ToolCall::timeout`,
+/// `mcp-tools call --timeout`).
+#[derive(Debug, Clone, Copy)]
+struct Deadline {
+    took: Duration,
+    binding: Duration,
+}
+
+impl Deadline {
+    /// What the model and the person read of a call that met it: what to change, if the
+    /// tool needs longer.
+    fn timed_out_after(self, tool: &str) -> String {
+        if self.took < self.binding {
+            format!(
+                "{tool} timed out after {}, the deadline its caller gave (its binding's \
+                 timeout_seconds is {})",
+                seconds(self.took),
+                seconds(self.binding)
+            )
+        } else {
+            format!(
+                "{tool} timed out after {}, its binding's timeout_seconds (raise it if the \
+                 tool needs longer)",
+                seconds(self.took)
+            )
+        }
     }
 }
 
-fn failure(
-    header: CallHeader,
-    kind: ErrorKind,
-    delivery: Delivery,
-    message: String,
-) -> ResultEvent {
-    ResultEvent::failure(header, ToolError::new(kind, delivery, message))
+/// "30 s" (or "0.25 s": a call's own deadline may be short). Said to the hundredth of a
+/// second, and in whole seconds when it is some: a deadline a few microseconds short of
+/// 3 s (taken from a clock) reads "3 s", not "3.00 s".
+fn seconds(duration: Duration) -> String {
+    let hundredths = (duration.as_millis() + 5) / 10;
+    if hundredths.is_multiple_of(100) {
+        format!("{} s", hundredths / 100)
+    } else {
+        format!("{:.2} s", hundredths as f64 / 100.0)
+    }
+}
+
+/// A failure's error object: what happened, then what it means for calling the tool
+/// again (whether it may have run, whether another try may succeed), retryable as its
+/// kind usually is.
+fn tool_error(kind: ErrorKind, delivery: Delivery, what: String) -> ToolError {
+    let retryable = kind.retryable_by_default();
+    ToolError::new(
+        kind,
+        delivery,
+        format!("{what}; {}", advice(kind, delivery, retryable)),
+    )
+}
+
+fn failure(header: CallHeader, kind: ErrorKind, delivery: Delivery, what: String) -> ResultEvent {
+    ResultEvent::failure(header, tool_error(kind, delivery, what))
 }
 
 /// What the model reads of the binding's results: its `result_content`, in the events
@@ -1334,17 +1389,24 @@ mod tests {
 
     #[test]
     fn timeouts_read_as_a_person_says_them() {
+        assert_eq!(seconds(Duration::from_secs(30)), "30 s");
+        assert_eq!(seconds(Duration::from_millis(250)), "0.25 s");
+        assert_eq!(seconds(Duration::from_nanos(2_999_999_000)), "3 s");
+        let binding = Deadline {
+            took: Duration::from_secs(30),
+            binding: Duration::from_secs(30),
+        };
         assert_eq!(
-            timed_out("t", Duration::from_secs(30)),
-            "t timed out after 30 s"
+            binding.timed_out_after("t"),
+            "t timed out after 30 s, its binding's timeout_seconds (raise it if the tool needs longer)"
         );
+        let own = Deadline {
+            took: Duration::from_millis(250),
+            binding: Duration::from_secs(30),
+        };
         assert_eq!(
-            timed_out("t", Duration::from_millis(250)),
-            "t timed out after 0.25 s"
-        );
-        assert_eq!(
-            timed_out("t", Duration::from_nanos(2_999_999_000)),
-            "t timed out after 3 s"
+            own.timed_out_after("t"),
+            "t timed out after 0.25 s, the deadline its caller gave (its binding's timeout_seconds is 30 s)"
         );
     }
 }

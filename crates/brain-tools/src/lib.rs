@@ -68,9 +68,11 @@
 //! never fails as a Rust error: its failures are `tool.result` events with an error
 //! object ([docs/errors.md](https://github.com/brain-dev/brain-mcp-tools/blob/main/docs/errors.md)).
 
+mod advice;
 mod bindings;
 mod executor;
 mod host;
+mod nearest;
 mod sink;
 mod telemetry;
 

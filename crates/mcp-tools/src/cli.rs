@@ -342,9 +342,18 @@ pub(crate) struct CallArgs {
     /// How to print: human at a terminal and JSON lines otherwise (auto), or either.
     #[arg(long, value_enum, default_value_t = Format::Auto)]
     pub(crate) format: Format,
-    /// Write each image of the result to this folder as CALL-N.EXT (created if missing).
+    /// Write each image of the result, and any base64 in its structured content, to this
+    /// folder as CALL-N.EXT (created if missing).
     #[arg(long, value_name = "DIR")]
     pub(crate) save_dir: Option<PathBuf>,
+    /// End this call after this long (1 to 86400), if sooner than its binding's
+    /// timeout_seconds: a call cannot be given longer than its binding allows.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        value_parser = clap::value_parser!(u64).range(1..=86_400)
+    )]
+    pub(crate) timeout: Option<u64>,
     #[command(flatten)]
     pub(crate) store: StoreArgs,
 }

@@ -1153,8 +1153,9 @@ fn rows(fx: &Fixtures, servers: &Servers) -> Vec<Row> {
             "legacy",
             stdio(&["--exit-mid-call"], "echo"),
             json!({"message": "x"}),
-            e(Protocol, Unknown),
-        ),
+            e(ServerExited, Unknown),
+        )
+        .contains("the server's process ended before it answered (exit status: 1)"),
         row(
             "answers the call with a parse error without an id",
             "stdio",
@@ -1217,7 +1218,7 @@ fn rows(fx: &Fixtures, servers: &Servers) -> Vec<Row> {
             "stdio",
             "legacy",
             // The call ends when the server died, not when the pipes close (they never
-            // do while the grandchild sleeps): as protocol, not as a timeout.
+            // do while the grandchild sleeps): as server_exited, not as a timeout.
             stdio(
                 &[
                     "--spawn-setsid-grandchild",
@@ -1227,7 +1228,7 @@ fn rows(fx: &Fixtures, servers: &Servers) -> Vec<Row> {
                 "echo",
             ),
             json!({"message": "x"}),
-            e(Protocol, Unknown),
+            e(ServerExited, Unknown),
         ),
         row(
             "sees only a minimal environment and its binding's env",
@@ -1504,10 +1505,11 @@ fn rows(fx: &Fixtures, servers: &Servers) -> Vec<Row> {
             "http",
             "2026-07-28",
             http(modern, "task"),
-            json!({"outcome": "never", "ttl_ms": 500, "poll_ms": 200}),
+            // The server says nothing past it: polled through the grace (2 s) after it.
+            json!({"outcome": "never", "ttl_ms": 500, "poll_ms": 200, "at_ttl": "nothing"}),
             e(Timeout, Delivered),
         )
-        .polls_at_most(2, 1)
+        .polls_at_most(13, 1)
         .contains("outlived its time to live (500 ms)"),
         row(
             "task polls that fail on the wire (503, a dropped connection)",
@@ -1682,6 +1684,45 @@ fn rows(fx: &Fixtures, servers: &Servers) -> Vec<Row> {
         )
         .task_requests(1, 1)
         .contains("JSON-RPC error -32602"),
+        row(
+            "dies of SIGSEGV mid-call",
+            "stdio",
+            "legacy",
+            stdio(&["--crash-mid-call", "segv"], "echo"),
+            json!({"message": "x"}),
+            e(ServerExited, Unknown),
+        )
+        .contains("killed by signal 11 (SIGSEGV): it crashed"),
+        row(
+            "exits 139 mid-call (as a shell reports a crash)",
+            "stdio",
+            "legacy",
+            stdio(&["--crash-mid-call", "139"], "echo"),
+            json!({"message": "x"}),
+            e(ServerExited, Unknown),
+        )
+        .contains("exit status: 139, as a shell reports a command killed by signal 11 (SIGSEGV)"),
+        row(
+            "a task the server fails at its ttlMs",
+            "http",
+            "2026-07-28",
+            http(modern, "task"),
+            json!({"outcome": "never", "ttl_ms": 500, "poll_ms": 200, "at_ttl": "fail"}),
+            e(Protocol, Delivered),
+        )
+        // The server's verdict ends the call: nothing to cancel.
+        .polls_at_most(4, 0)
+        .contains("failed once its time to live (500 ms) had passed, with JSON-RPC error -32603"),
+        row(
+            "a task the server deletes at its ttlMs (-32602 to the next poll)",
+            "http",
+            "2026-07-28",
+            http(modern, "task"),
+            json!({"outcome": "never", "ttl_ms": 500, "poll_ms": 200, "at_ttl": "forget"}),
+            e(Protocol, Delivered),
+        )
+        .polls_at_most(4, 0)
+        .contains("once its time to live (500 ms) had passed, answered a request about the task with JSON-RPC error -32602"),
     ]
 }
 

@@ -4,7 +4,8 @@
 //! `--exit-before-handshake` (exit 3 at once), `--garbage-stdout`, `--flood-stderr`, `--ignore-stdin-close`,
 //! `--spawn-grandchild PIDFILE` (start `sleep 1000` in our process group, write its pid),
 //! `--spawn-setsid-grandchild PIDFILE` (the same in a session of its own, out of our process group, holding our
-//! stdout and stderr), `--exit-mid-call`; and `--env-file FILE` (write the names of the environment variables we
+//! stdout and stderr), `--exit-mid-call`, `--crash-mid-call segv|STATUS` (at the first `tools/call`, die of
+//! SIGSEGV, or exit with STATUS: 139 is how a shell reports a child that died of SIGSEGV); and `--env-file FILE` (write the names of the environment variables we
 //! were started with, one per line); `--pid-log FILE` (append our own pid to FILE, one line per process);
 //! `--stderr-line TEXT` (write TEXT to stderr at once) and `--stderr-env NAME` (write `NAME=value` of that
 //! variable), before the flags after them: with `--exit-before-handshake`, a server that says why it fails;
@@ -18,7 +19,7 @@ use brain_mcp_testkit::{Era, StdioOptions, serve_stdio};
 
 const USAGE: &str = "usage: brain-mcp-testkit-stdio [--era legacy|modern|both] [--page-size N] [--extra-tools N] \
 [--exit-before-handshake] [--garbage-stdout] [--flood-stderr] [--ignore-stdin-close] \
-[--spawn-grandchild PIDFILE] [--spawn-setsid-grandchild PIDFILE] [--exit-mid-call] [--env-file FILE] [--pid-log FILE] \
+[--spawn-grandchild PIDFILE] [--spawn-setsid-grandchild PIDFILE] [--exit-mid-call] [--crash-mid-call segv|STATUS] [--env-file FILE] [--pid-log FILE] \
 [--stderr-line TEXT] [--stderr-env NAME] [--start-delay-ms MS]";
 
 fn main() -> ExitCode {
@@ -66,6 +67,9 @@ fn run() -> Result<ExitCode, String> {
             "--flood-stderr" => options.flood_stderr = true,
             "--ignore-stdin-close" => options.ignore_stdin_close = true,
             "--exit-mid-call" => options.exit_mid_call = true,
+            "--crash-mid-call" => {
+                options.crash_mid_call = Some(value(&mut args, "--crash-mid-call")?.parse()?);
+            }
             "--spawn-grandchild" => {
                 grandchild_pidfile = Some(value(&mut args, "--spawn-grandchild")?.into());
             }

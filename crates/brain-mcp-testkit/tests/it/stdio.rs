@@ -164,6 +164,20 @@ async fn modern_stdio_rejects_initialize_then_serves_2026_calls() {
     assert_eq!(server.next().await["result"]["content"][0]["text"], "hi");
 }
 
+/// How a server started with `flags` ends once it gets a call.
+async fn status_after_a_call(flags: &[&str]) -> std::process::ExitStatus {
+    let mut server = StdioServer::spawn(flags, None);
+    server.send(&request(1, "initialize", json!({"protocolVersion": V2025, "capabilities": {}, "clientInfo": {"name": "x", "version": "0"}}))).await;
+    server.next().await;
+    server
+        .send(&call(2, "echo", json!({"message": "hi"}), "c1"))
+        .await;
+    tokio::time::timeout(Duration::from_secs(10), server.child.wait())
+        .await
+        .unwrap()
+        .unwrap()
+}
+
 #[tokio::test]
 async fn stdio_process_faults() {
     let status = Command::new(env!("CARGO_BIN_EXE_brain-mcp-testkit-stdio"))
@@ -173,17 +187,22 @@ async fn stdio_process_faults() {
         .unwrap();
     assert_eq!(status.code(), Some(3));
 
-    let mut server = StdioServer::spawn(&["--exit-mid-call"], None);
-    server.send(&request(1, "initialize", json!({"protocolVersion": V2025, "capabilities": {}, "clientInfo": {"name": "x", "version": "0"}}))).await;
-    server.next().await;
-    server
-        .send(&call(2, "echo", json!({"message": "hi"}), "c1"))
-        .await;
-    let status = tokio::time::timeout(Duration::from_secs(10), server.child.wait())
-        .await
-        .unwrap()
-        .unwrap();
+    let status = status_after_a_call(&["--exit-mid-call"]).await;
     assert_eq!(status.code(), Some(brain_mcp_testkit::EXIT_MID_CALL_STATUS));
+
+    // A crash: by the signal itself, or by the status a shell reports for it.
+    for (flag, code, signal) in [("segv", None, Some(11)), ("139", Some(139), None)] {
+        let status = status_after_a_call(&["--crash-mid-call", flag]).await;
+        assert_eq!(status.code(), code, "{flag}: {status}");
+        #[cfg(unix)]
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            signal,
+            "{flag}: {status}"
+        );
+        #[cfg(not(unix))]
+        let _ = signal;
+    }
 
     let mut server = StdioServer::spawn(&[], None);
     server.send(&request(1, "initialize", json!({"protocolVersion": V2025, "capabilities": {}, "clientInfo": {"name": "x", "version": "0"}}))).await;

@@ -33,6 +33,23 @@ pub(crate) fn failed(detail: impl Into<String>) -> CallError {
     CallError::new(ErrorKind::AuthorizationFailed, Delivery::NotSent, detail)
 }
 
+/// `authorization_failed` for a reason that may pass: an authorization server that could
+/// not be reached, or that said it is in trouble (a 5xx, a 429, `server_error`,
+/// `temporarily_unavailable`).
+fn failed_for_now(detail: impl Into<String>) -> CallError {
+    failed(detail).retryable_if(true)
+}
+
+/// `failed`, or [`failed_for_now`] when the OAuth error code in `text` says the server is
+/// in trouble for now.
+fn failed_with_code(phrase: &str, text: &str) -> CallError {
+    let detail = with_code(phrase, text);
+    match oauth_code(text) {
+        Some("server_error" | "temporarily_unavailable") => failed_for_now(detail),
+        _ => failed(detail),
+    }
+}
+
 /// A server refused a request for want of a DPoP nonce again, after the one time the
 /// transport answered it (or when the call's one resend was used already): the request
 /// was not run.
@@ -59,10 +76,15 @@ fn with_code(phrase: &str, text: &str) -> String {
 /// A token endpoint refused a token request: its OAuth error code is named, nothing else
 /// of what it sent.
 pub(crate) fn token_refused(status: u16, body: &str) -> CallError {
-    failed(with_code(
+    let error = failed_with_code(
         &format!("the token endpoint refused the request with HTTP {status}"),
         body,
-    ))
+    );
+    if matches!(status, 429 | 500..=599) {
+        error.retryable_if(true)
+    } else {
+        error
+    }
 }
 
 /// The error for a failed discovery of the authorization server's metadata. There an
@@ -94,7 +116,7 @@ pub(crate) fn from_auth(error: &AuthError) -> CallError {
             required("the authorization server rejected the tenant's refresh token")
         }
         AuthError::TokenRefreshFailed(text) => {
-            failed(with_code("the access token could not be refreshed", text))
+            failed_with_code("the access token could not be refreshed", text)
         }
         // Both issuers are servers' text: not repeated.
         AuthError::AuthorizationServerMismatch { .. } => failed(
@@ -112,11 +134,11 @@ pub(crate) fn from_auth(error: &AuthError) -> CallError {
             ),
             _ => failed("the server's protected resource metadata is invalid"),
         },
-        AuthError::AuthorizationServersUnavailable { .. } => {
-            failed("none of the authorization servers the server names published usable metadata")
-        }
+        AuthError::AuthorizationServersUnavailable { .. } => failed_for_now(
+            "none of the authorization servers the server names published usable metadata",
+        ),
         AuthError::DiscoveryRequestFailed { .. } => {
-            failed("the authorization metadata could not be fetched")
+            failed_for_now("the authorization metadata could not be fetched")
         }
         AuthError::PkceUnsupported => {
             failed("the authorization server does not support PKCE with S256")
@@ -130,7 +152,7 @@ pub(crate) fn from_auth(error: &AuthError) -> CallError {
                  assertion was not sent",
         ),
         AuthError::TokenExchangeFailed(text) | AuthError::ClientCredentialsError(text) => {
-            failed(with_code("the token endpoint refused the request", text))
+            failed_with_code("the token endpoint refused the request", text)
         }
         #[cfg(feature = "oauth-jwt")]
         AuthError::JwtSigningError(_) => failed(
@@ -164,7 +186,9 @@ pub(crate) fn from_ema(error: &EmaError) -> CallError {
         EmaError::OAuthRejected {
             stage: at, code, ..
         } => failed(format!("{} refused the token exchange ({code})", stage(at))),
-        EmaError::RequestFailed(at) => failed(format!("{} could not be reached", stage(at))),
+        EmaError::RequestFailed(at) => {
+            failed_for_now(format!("{} could not be reached", stage(at)))
+        }
         EmaError::InvalidResponse { stage: at, message } => failed(format!(
             "{} answered with an invalid token: {message}",
             stage(at)

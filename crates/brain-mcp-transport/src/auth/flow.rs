@@ -80,6 +80,9 @@ pub(super) struct Ctx<'a> {
 /// A grant the store cannot read is marked (`CallError::unreadable_grant`), so that the
 /// message can name the command that repairs it: this crate does not know it.
 pub(super) fn store_failed(error: &StoreError) -> CallError {
+    // A store that is down may be back; a record it cannot read stays so until someone
+    // logs out or in.
+    let may_pass = error.kind() != StoreErrorKind::Corrupt;
     let detail = match error.kind() {
         StoreErrorKind::Unavailable => format!("the credential store is unavailable: {error}"),
         StoreErrorKind::Corrupt => {
@@ -91,7 +94,8 @@ pub(super) fn store_failed(error: &StoreError) -> CallError {
         crate::error::ErrorKind::CredentialStore,
         crate::error::Delivery::NotSent,
         detail,
-    );
+    )
+    .retryable_if(may_pass);
     if error.kind() == StoreErrorKind::Corrupt {
         failed.unreadable()
     } else {

@@ -1164,7 +1164,10 @@ fn retry_cold(error: &CallError, endpoint: &Endpoint) -> bool {
     }
     match (error.kind(), endpoint) {
         (ErrorKind::HttpStatus, Endpoint::Http(_)) => error.status() == Some(404),
-        (ErrorKind::Connect | ErrorKind::Protocol, Endpoint::Stdio(_)) => true,
+        (
+            ErrorKind::Connect | ErrorKind::Protocol | ErrorKind::ServerExited,
+            Endpoint::Stdio(_),
+        ) => true,
         _ => false,
     }
 }

@@ -272,22 +272,28 @@ pub(crate) fn open_error(
     if let Some(failure) = session.failure() {
         return classify(Wire::NotWritten, &Cause::Transport(&failure), endpoint);
     }
-    let detail = match error {
-        ClientInitializeError::JsonRpcError(data) => format!(
-            "the server refused initialize with JSON-RPC error {}: {}",
-            data.code.0,
-            endpoint.quote(&data.message, 200)
+    // A handshake cut short may go through on the next try; a refused or garbled one not.
+    let (detail, may_pass) = match error {
+        ClientInitializeError::JsonRpcError(data) => (
+            format!(
+                "the server refused initialize with JSON-RPC error {}: {}",
+                data.code.0,
+                endpoint.quote(&data.message, 200)
+            ),
+            false,
         ),
-        ClientInitializeError::ConnectionClosed(_) => {
-            "the connection closed during the handshake".to_owned()
-        }
-        ClientInitializeError::TransportError { .. } => {
+        ClientInitializeError::ConnectionClosed(_) => (
+            "the connection closed during the handshake".to_owned(),
+            true,
+        ),
+        ClientInitializeError::TransportError { .. } => (
             format!(
                 "could not complete the handshake with {}",
                 endpoint.describe()
-            )
-        }
-        _ => "the server's handshake was not valid MCP".to_owned(),
+            ),
+            true,
+        ),
+        _ => ("the server's handshake was not valid MCP".to_owned(), false),
     };
-    CallError::new(ErrorKind::Protocol, Delivery::NotSent, detail)
+    CallError::new(ErrorKind::Protocol, Delivery::NotSent, detail).retryable_if(may_pass)
 }

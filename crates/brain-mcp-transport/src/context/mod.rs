@@ -337,11 +337,16 @@ pub(crate) async fn call(
             if let Some(hint) = tasks_hint(&stop, era, request.tasks, state.rounds() <= 1) {
                 error = error.with_detail_suffix(hint);
             }
+            // What the process said, and how it ended, explain a stream that ended.
             if let (Opened::Stdio(session), Stop::Failed(_)) = (&*opened, &stop)
-                && error.kind() == ErrorKind::Protocol
+                && matches!(error.kind(), ErrorKind::Protocol | ErrorKind::ServerExited)
             {
                 let detail = session.explain(&request.endpoint).await;
                 error = error.with_detail_suffix(&detail);
+            }
+            // Every path that ends a call on a JSON-RPC error says its code (telemetry).
+            if let Some(code) = error.rpc_code() {
+                request.report.set_rpc_code(code);
             }
             (Err(error), cancel_reason(&stop, state.task().is_some()))
         }

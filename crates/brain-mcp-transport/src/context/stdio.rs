@@ -204,6 +204,7 @@ pub(crate) fn modern_only() -> CallError {
         Delivery::NotSent,
         "the server refused the initialize handshake (it only speaks 2026-07-28)",
     )
+    .retryable_if(false)
 }
 
 fn spawn_error(error: &io::Error, endpoint: &Endpoint) -> CallError {
@@ -212,11 +213,13 @@ fn spawn_error(error: &io::Error, endpoint: &Endpoint) -> CallError {
         io::ErrorKind::PermissionDenied => "permission denied",
         _ => "it could not be started",
     };
+    // A command that is not there, or may not run, is the same on the next call.
     CallError::new(
         ErrorKind::Connect,
         Delivery::NotSent,
         format!("could not start {} ({why})", endpoint.describe()),
     )
+    .retryable_if(false)
 }
 
 fn handshake_error(
@@ -239,11 +242,14 @@ fn handshake_error(
             false,
         ),
     };
+    // A server that cannot get through its handshake (a script it cannot open, a module
+    // it lacks, a flag it refuses: its stderr says) does the same on the next start.
     let error = CallError::new(
         ErrorKind::Connect,
         Delivery::NotSent,
         format!("{what}{detail}"),
-    );
+    )
+    .retryable_if(false);
     // The server answered: a process started again would answer the same.
     if refused { error.answered() } else { error }
 }

@@ -54,6 +54,13 @@ pub(crate) enum Failure {
     TooManyValues { answer: bool },
     /// What the server sent outside calls (a handshake, a listing) went past this bound.
     OverBudget { budget: usize },
+    /// A stdio server answered with this JSON-RPC error and no request id (-32700 or
+    /// -32600: it could not read a request); a process serves one call, so it is the
+    /// call's answer.
+    AnswerWithoutId { code: i32 },
+    /// A stdio server's process ended while the call waited for its answer (it crashed,
+    /// was killed, or exited).
+    Exited,
 }
 
 /// How far the call's own request got.
@@ -96,15 +103,25 @@ pub(crate) enum Cause<'a> {
     InputRefused { message: &'a str },
     /// The server answered, with something that is not a tool result: what it was.
     NotAResult(&'static str),
-    /// The call's task failed with this JSON-RPC error.
-    TaskFailed { code: i32, message: &'a str },
+    /// The call's task failed with this JSON-RPC error; `after_ttl`: its time to live
+    /// (ms) had passed when the server said so.
+    TaskFailed {
+        code: i32,
+        message: &'a str,
+        after_ttl: Option<u64>,
+    },
     /// The server cancelled the call's task.
     TaskCancelled,
     /// The task's time to live ended before the task did.
     TaskExpired { ttl_ms: u64 },
     /// The server answered a request about the call's task (`tasks/get`,
-    /// `tasks/update`) with a JSON-RPC error.
-    PollRefused { code: i32, message: &'a str },
+    /// `tasks/update`) with a JSON-RPC error; `after_ttl`: the task's time to live (ms)
+    /// had passed (a server may delete a task then).
+    PollRefused {
+        code: i32,
+        message: &'a str,
+        after_ttl: Option<u64>,
+    },
     /// The transport closed and recorded nothing.
     Closed,
 }
@@ -149,12 +166,23 @@ pub(crate) fn classify(wire: Wire, cause: &Cause<'_>, endpoint: &Endpoint) -> Ca
             ErrorKind::Protocol,
             format!("the server answered with {what}"),
         ),
-        Cause::TaskFailed { code, message } => (
+        Cause::TaskFailed {
+            code,
+            message,
+            after_ttl,
+        } => (
             ErrorKind::Protocol,
-            format!(
-                "the server ran it as a task, which failed with JSON-RPC error {code}: {}",
-                endpoint.quote(message, 200)
-            ),
+            match after_ttl {
+                Some(ttl_ms) => format!(
+                    "the server ran it as a task, which failed once its time to live \
+                     ({ttl_ms} ms) had passed, with JSON-RPC error {code}: {}",
+                    endpoint.quote(message, 200)
+                ),
+                None => format!(
+                    "the server ran it as a task, which failed with JSON-RPC error {code}: {}",
+                    endpoint.quote(message, 200)
+                ),
+            },
         ),
         Cause::TaskCancelled => (
             ErrorKind::Protocol,
@@ -167,13 +195,25 @@ pub(crate) fn classify(wire: Wire, cause: &Cause<'_>, endpoint: &Endpoint) -> Ca
                  without finishing"
             ),
         ),
-        Cause::PollRefused { code, message } => (
+        Cause::PollRefused {
+            code,
+            message,
+            after_ttl,
+        } => (
             ErrorKind::Protocol,
-            format!(
-                "the server ran it as a task, then answered a request about the task with \
-                 JSON-RPC error {code}: {}",
-                endpoint.quote(message, 200)
-            ),
+            match after_ttl {
+                Some(ttl_ms) => format!(
+                    "the server ran it as a task and, once its time to live ({ttl_ms} ms) \
+                     had passed, answered a request about the task with JSON-RPC error \
+                     {code}: {}",
+                    endpoint.quote(message, 200)
+                ),
+                None => format!(
+                    "the server ran it as a task, then answered a request about the task \
+                     with JSON-RPC error {code}: {}",
+                    endpoint.quote(message, 200)
+                ),
+            },
         ),
         Cause::Closed if written => (
             ErrorKind::Protocol,
@@ -273,13 +313,79 @@ pub(crate) fn classify(wire: Wire, cause: &Cause<'_>, endpoint: &Endpoint) -> Ca
                 ErrorKind::OutputTooLarge,
                 format!("the server's answers outside calls exceeded {budget} bytes"),
             ),
+            Failure::AnswerWithoutId { code } => (
+                ErrorKind::Protocol,
+                format!(
+                    "the server answered with JSON-RPC error {code} ({}) without a request \
+                     id: it could not read the call",
+                    refusal(*code).unwrap_or("an error")
+                ),
+            ),
+            // What the process said, and how it ended, are added by the stdio context.
+            Failure::Exited => (
+                ErrorKind::ServerExited,
+                "the server's process ended before it answered".to_owned(),
+            ),
         },
     };
-    let error = CallError::new(kind, delivery, detail);
+    let mut error = CallError::new(kind, delivery, detail).retryable_if(may_pass(cause));
+    if let Some(code) = rpc_code(cause) {
+        error = error.with_rpc_code(code);
+    }
     if matches!(cause, Cause::JsonRpc { .. }) {
         error.answered()
     } else {
         error
+    }
+}
+
+/// Whether the same call, made again, may succeed after this cause: false when the same
+/// request meets the same end (a refusal of the request as such, an answer that is not
+/// MCP, a result past its bounds, input this host does not give), true when it may pass
+/// (a deadline, a cancel, a connection that broke, a server's own error, a process that
+/// died, a task the server gave up or forgot). Refusing statuses decide for themselves
+/// ([`CallError::http_status`]).
+fn may_pass(cause: &Cause<'_>) -> bool {
+    match cause {
+        Cause::Timeout
+        | Cause::Cancelled
+        | Cause::Closed
+        | Cause::TaskCancelled
+        | Cause::TaskExpired { .. } => true,
+        Cause::OverBudget { .. } | Cause::InputRefused { .. } | Cause::NotAResult(_) => false,
+        Cause::JsonRpc { code, .. } | Cause::TaskFailed { code, .. } => refusal(*code).is_none(),
+        // A task the server no longer knows (-32602) is gone: a new call makes a new one.
+        Cause::PollRefused { code, .. } => *code == -32602 || refusal(*code).is_none(),
+        Cause::Transport(failure) | Cause::Elsewhere(failure) => match failure {
+            Failure::Connect
+            | Failure::Broken
+            | Failure::ResumeRefused { .. }
+            | Failure::Exited => true,
+            Failure::Status {
+                status, session, ..
+            } => CallError::http_status(*status, *session, Delivery::Unknown).retryable(),
+            Failure::Build
+            | Failure::BadEventId
+            | Failure::Protocol(_)
+            | Failure::TooManyBlocks
+            | Failure::TooManyTools
+            | Failure::TooManyValues { .. }
+            | Failure::OverBudget { .. }
+            | Failure::AnswerWithoutId { .. } => false,
+        },
+    }
+}
+
+/// The JSON-RPC error code that ended the call, when the server answered one: to the
+/// call, to a request about its task, as its task's end, or without a request id.
+fn rpc_code(cause: &Cause<'_>) -> Option<i32> {
+    match cause {
+        Cause::JsonRpc { code, .. }
+        | Cause::TaskFailed { code, .. }
+        | Cause::PollRefused { code, .. }
+        | Cause::Transport(Failure::AnswerWithoutId { code })
+        | Cause::Elsewhere(Failure::AnswerWithoutId { code }) => Some(*code),
+        _ => None,
     }
 }
 
@@ -385,6 +491,17 @@ mod tests {
         Cause::Transport(failure)
     }
 
+    /// A refusing status, without a challenge or a reason.
+    fn status(status: u16, session: bool) -> Failure {
+        Failure::Status {
+            status,
+            session,
+            challenge: None,
+            reason: None,
+            old_sse: false,
+        }
+    }
+
     #[test]
     fn delivery_follows_the_wire_not_the_last_failure() {
         // The call went out; what failed afterwards cannot make it unsent.
@@ -452,6 +569,7 @@ mod tests {
                 Cause::TaskFailed {
                     code: -32603,
                     message: "the job broke",
+                    after_ttl: None,
                 },
                 Protocol,
                 "as a task, which failed with JSON-RPC error -32603: the job broke",
@@ -466,6 +584,7 @@ mod tests {
                 Cause::PollRefused {
                     code: -32602,
                     message: "unknown task",
+                    after_ttl: None,
                 },
                 Protocol,
                 "a request about the task with JSON-RPC error -32602: unknown task",
@@ -523,13 +642,6 @@ mod tests {
 
     #[test]
     fn kinds_and_details() {
-        let status = |status, session| Failure::Status {
-            status,
-            session,
-            challenge: None,
-            reason: None,
-            old_sse: false,
-        };
         let rows: Vec<(Wire, Failure, ErrorKind, Delivery, &str)> = vec![
             (
                 Unsent,
@@ -622,6 +734,184 @@ mod tests {
             "answered with a task",
         );
         check(Unsent, Cause::Closed, Connect, NotSent, "could not reach");
+    }
+
+    /// Whether another try may succeed is its own question, apart from delivery: a
+    /// refusal of the request as such, or an answer that is not MCP, meets the same end
+    /// again; what broke on the way, or a server's own error, may pass.
+    #[test]
+    fn whether_a_retry_may_succeed() {
+        let rpc = |code| Cause::JsonRpc {
+            code,
+            message: "no",
+            first_round: true,
+        };
+        let (connect, broken, exited, malformed, unread) = (
+            Failure::Connect,
+            Failure::Broken,
+            Failure::Exited,
+            Failure::Protocol("a malformed JSON body"),
+            Failure::AnswerWithoutId { code: -32700 },
+        );
+        let (s401, s403, s404, s404s, s405, s429, s500, s503) = (
+            status(401, false),
+            status(403, false),
+            status(404, false),
+            status(404, true),
+            status(405, false),
+            status(429, false),
+            status(500, false),
+            status(503, true),
+        );
+        // (wire, cause, retryable)
+        let cases: Vec<(Wire, Cause<'_>, bool)> = vec![
+            (Unsent, transport(&connect), true),
+            (Sent, transport(&broken), true),
+            (Sent, Cause::Closed, true),
+            (Sent, transport(&exited), true),
+            (Sent, transport(&malformed), false),
+            (Sent, transport(&unread), false),
+            (Sent, transport(&s401), false),
+            (Sent, transport(&s403), false),
+            (Sent, transport(&s404), false),
+            (Sent, transport(&s404s), true),
+            (Sent, transport(&s405), false),
+            (Sent, transport(&s429), true),
+            (Sent, transport(&s500), true),
+            (Sent, Cause::Elsewhere(&s503), true),
+            (Sent, rpc(-32602), false),
+            (Sent, rpc(-32601), false),
+            (Sent, rpc(-32603), true),
+            (Sent, rpc(-32000), true),
+            (Sent, Cause::Timeout, true),
+            (Sent, Cause::Cancelled, true),
+            (Sent, Cause::OverBudget { budget: 1 }, false),
+            (Sent, Cause::NotAResult("a string"), false),
+            (Sent, Cause::InputRefused { message: "x" }, false),
+            (Wire::Task, Cause::TaskExpired { ttl_ms: 1 }, true),
+            (Wire::Task, Cause::TaskCancelled, true),
+            (
+                Wire::Task,
+                Cause::TaskFailed {
+                    code: -32603,
+                    message: "x",
+                    after_ttl: Some(5),
+                },
+                true,
+            ),
+            (
+                Wire::Task,
+                Cause::PollRefused {
+                    code: -32602,
+                    message: "unknown task",
+                    after_ttl: Some(5),
+                },
+                true,
+            ),
+            (
+                Wire::Task,
+                Cause::PollRefused {
+                    code: -32601,
+                    message: "no tasks/get",
+                    after_ttl: None,
+                },
+                false,
+            ),
+        ];
+        for (wire, cause, retryable) in cases {
+            let error = classify(wire, &cause, &endpoint());
+            assert_eq!(error.retryable(), retryable, "{wire:?} {cause:?}: {error}");
+            assert_eq!(error.may_have_run(), error.delivery() != NotSent);
+        }
+    }
+
+    /// Every cause that is a JSON-RPC error keeps its code, for telemetry.
+    #[test]
+    fn json_rpc_errors_keep_their_code() {
+        let unread = Failure::AnswerWithoutId { code: -32700 };
+        let cases = [
+            (
+                Cause::JsonRpc {
+                    code: -32602,
+                    message: "x",
+                    first_round: true,
+                },
+                Some(-32602),
+            ),
+            (
+                Cause::TaskFailed {
+                    code: -32603,
+                    message: "x",
+                    after_ttl: None,
+                },
+                Some(-32603),
+            ),
+            (
+                Cause::PollRefused {
+                    code: -32602,
+                    message: "x",
+                    after_ttl: Some(1),
+                },
+                Some(-32602),
+            ),
+            (transport(&unread), Some(-32700)),
+            (Cause::Timeout, None),
+            (Cause::Closed, None),
+        ];
+        for (cause, code) in cases {
+            assert_eq!(
+                classify(Sent, &cause, &endpoint()).rpc_code(),
+                code,
+                "{cause:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_process_that_ended_and_an_answer_without_an_id() {
+        check(
+            Sent,
+            transport(&Failure::Exited),
+            ErrorKind::ServerExited,
+            Unknown,
+            "the server's process ended before it answered",
+        );
+        check(
+            Unsent,
+            transport(&Failure::Exited),
+            ErrorKind::ServerExited,
+            NotSent,
+            "ended",
+        );
+        check(
+            Sent,
+            transport(&Failure::AnswerWithoutId { code: -32700 }),
+            Protocol,
+            Unknown,
+            "JSON-RPC error -32700 (parse error) without a request id",
+        );
+        check(
+            Wire::Task,
+            Cause::TaskFailed {
+                code: -32603,
+                message: "task expired",
+                after_ttl: Some(500),
+            },
+            Protocol,
+            Delivered,
+            "failed once its time to live (500 ms) had passed, with JSON-RPC error -32603: task expired",
+        );
+        check(
+            Wire::Task,
+            Cause::PollRefused {
+                code: -32602,
+                message: "unknown task: t1",
+                after_ttl: Some(500),
+            },
+            Protocol,
+            Delivered,
+            "once its time to live (500 ms) had passed, answered a request about the task with JSON-RPC error -32602: unknown task: t1",
+        );
     }
 
     #[test]

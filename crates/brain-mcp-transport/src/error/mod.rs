@@ -13,11 +13,19 @@ pub use brain_tools_events::{Delivery, ErrorKind};
 /// The detail is built by this crate from fixed phrases, HTTP status codes and the
 /// server's JSON-RPC error message (truncated); it never holds the bearer token, the
 /// arguments, a URL path or query, or a response body.
+///
+/// Before trying again a host asks two questions, answered apart:
+/// [`may_have_run`](Self::may_have_run) (from [`delivery`](Self::delivery): a retry may
+/// repeat what the tool did) and [`retryable`](Self::retryable) (whether another try may
+/// succeed at all).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CallError {
     kind: ErrorKind,
     delivery: Delivery,
+    retryable: bool,
     status: Option<u16>,
+    /// The JSON-RPC error code that ended the call, when a server answered one.
+    rpc_code: Option<i32>,
     detail: String,
     /// The server refused the request for want of authorization (401, or 403 with a
     /// challenge): what the authorization layer reacts to.
@@ -59,11 +67,15 @@ impl Challenge {
 }
 
 impl CallError {
+    /// An error, retryable as its kind usually is
+    /// ([`ErrorKind::retryable_by_default`]; [`Self::retryable_if`] says otherwise).
     pub(crate) fn new(kind: ErrorKind, delivery: Delivery, detail: impl Into<String>) -> Self {
         Self {
             kind,
             delivery,
+            retryable: kind.retryable_by_default(),
             status: None,
+            rpc_code: None,
             detail: detail.into(),
             challenge: None,
             call_refused: false,
@@ -77,7 +89,9 @@ impl CallError {
         Self {
             kind: ErrorKind::HttpStatus,
             delivery,
+            retryable: status_passes(status, session),
             status: Some(status),
+            rpc_code: None,
             detail: format!(
                 "the server answered HTTP {status}{}",
                 status_hint(status, session)
@@ -87,6 +101,23 @@ impl CallError {
             answered: false,
             unreadable_grant: false,
         }
+    }
+
+    /// Says whether another try may succeed.
+    pub(crate) fn retryable_if(mut self, retryable: bool) -> Self {
+        self.retryable = retryable;
+        self
+    }
+
+    /// Notes the JSON-RPC error code the server ended the call with.
+    pub(crate) fn with_rpc_code(mut self, code: i32) -> Self {
+        self.rpc_code = Some(code);
+        self
+    }
+
+    /// The JSON-RPC error code the server ended the call with, if it answered one.
+    pub(crate) fn rpc_code(&self) -> Option<i32> {
+        self.rpc_code
     }
 
     /// Attaches the server's authorization challenge.
@@ -150,6 +181,20 @@ impl CallError {
         self.unreadable_grant
     }
 
+    /// Whether the server may have run the tool (delivery `unknown` or `delivered`), so
+    /// that trying again may repeat what it did. False only for `not_sent`.
+    pub fn may_have_run(&self) -> bool {
+        self.delivery.may_have_run()
+    }
+
+    /// Whether the same call, made again unchanged, may succeed: false when it is known
+    /// to fail the same way (a command that cannot start, a refusal of the request as
+    /// such, an answer that is not MCP), true when the failure may pass (a server that is
+    /// down or slow, a connection that broke, a process that died). See docs/errors.md.
+    pub fn retryable(&self) -> bool {
+        self.retryable
+    }
+
     /// The HTTP status, for [`ErrorKind::HttpStatus`].
     pub fn status(&self) -> Option<u16> {
         self.status
@@ -172,6 +217,17 @@ impl CallError {
     pub(crate) fn with_detail_suffix(mut self, suffix: &str) -> Self {
         self.detail.push_str(suffix);
         self
+    }
+}
+
+/// Whether a refusing status may pass: a session the server expired (a fresh one may
+/// serve), a timeout, a rate limit, a server error or overload. Every other status says
+/// the same again to the same request (the credentials, the URL, the method).
+fn status_passes(status: u16, session: bool) -> bool {
+    match status {
+        404 => session,
+        408 | 425 | 429 | 500..=599 => true,
+        _ => false,
     }
 }
 
@@ -216,6 +272,6 @@ impl From<Unusable> for CallError {
                  space, a newline or another control character)",
             ),
         };
-        CallError::new(kind, Delivery::NotSent, detail)
+        CallError::new(kind, Delivery::NotSent, detail).retryable_if(false)
     }
 }

@@ -49,15 +49,17 @@ pub(crate) enum Stop {
     InputRefused(ErrorData),
     /// The server answered with something that is not a tool result: what it was.
     NotAResult(&'static str),
-    /// The call's task failed with this JSON-RPC error.
-    TaskFailed(ErrorData),
+    /// The call's task failed with this JSON-RPC error; with its time to live (ms) when
+    /// that had passed.
+    TaskFailed(ErrorData, Option<u64>),
     /// The server cancelled the call's task.
     TaskCancelled,
     /// The task's time to live ended before it did.
     TaskExpired { ttl_ms: u64 },
     /// The server answered a `tasks/get` (or `tasks/update`) of the call's task with a
-    /// JSON-RPC error (an unknown or expired task, say).
-    PollRefused(ErrorData),
+    /// JSON-RPC error (an unknown or expired task, say); with the task's time to live
+    /// (ms) when that had passed.
+    PollRefused(ErrorData, Option<u64>),
     /// A `tasks/get` failed in a way another poll would not mend (a refusing status, an
     /// answer that is not MCP).
     PollFailed(Failure),
@@ -138,6 +140,8 @@ pub(crate) async fn drive_call(
         if let Some(stop) = over {
             return Err(stop);
         }
+        // A task's time to live counts from here (the server's, from a moment later).
+        let sending = Instant::now();
         // Boxed: sending is over before the call waits for its answer, so rmcp's state of
         // the send (3 KB, most of this future) is freed then instead of held in flight.
         let sent = Box::pin(peer.send_request_with_option(
@@ -160,9 +164,6 @@ pub(crate) async fn drive_call(
             () = tokio::time::sleep_until(request.deadline) => return Err(Stop::Timeout),
             () = request.cancel.cancelled() => return Err(Stop::Cancelled),
         };
-        if let Ok(Err(ServiceError::McpError(error))) = &answer {
-            request.report.set_rpc_code(error.code.0);
-        }
         if matches!(answer, Ok(Ok(_) | Err(ServiceError::McpError(_)))) {
             // The server answered: nothing of this request is left running to cancel.
             state.set_request(None);
@@ -186,7 +187,12 @@ pub(crate) async fn drive_call(
             // its state is most of this future's, which every call in flight would hold.
             ServerResult::CreateTaskResult(created) if tasks => {
                 return Box::pin(task::follow(
-                    peer, handler, registry, state, request, created,
+                    peer,
+                    handler,
+                    registry,
+                    state,
+                    request,
+                    (created, sending),
                 ))
                 .await;
             }
@@ -278,8 +284,14 @@ pub(crate) fn cancel_reason(stop: &Stop, task: bool) -> Option<&'static str> {
         // A task waiting for input this host does not give would wait for ever.
         Stop::InputRefused(_) => Some("the task asked for input this host does not give"),
         Stop::TaskExpired { .. } => Some("the task outlived its time to live"),
-        Stop::TaskFailed(_) | Stop::TaskCancelled => None,
-        Stop::Failed(_) | Stop::NotAResult(_) | Stop::PollRefused(_) | Stop::PollFailed(_) => {
+        Stop::TaskFailed(..) | Stop::TaskCancelled => None,
+        // A poll refused once the task's time to live passed is the server's verdict on
+        // the task: nothing left running to cancel.
+        Stop::PollRefused(_, Some(_)) => None,
+        Stop::Failed(_)
+        | Stop::NotAResult(_)
+        | Stop::PollRefused(_, None)
+        | Stop::PollFailed(_) => {
             task.then_some("the server's answers about the task broke the protocol")
         }
     }
@@ -364,15 +376,17 @@ pub(crate) fn stopped(
             message: &error.message,
         },
         Stop::NotAResult(what) => Cause::NotAResult(what),
-        Stop::TaskFailed(error) => Cause::TaskFailed {
+        Stop::TaskFailed(error, after_ttl) => Cause::TaskFailed {
             code: error.code.0,
             message: &error.message,
+            after_ttl: *after_ttl,
         },
         Stop::TaskCancelled => Cause::TaskCancelled,
         Stop::TaskExpired { ttl_ms } => Cause::TaskExpired { ttl_ms: *ttl_ms },
-        Stop::PollRefused(error) => Cause::PollRefused {
+        Stop::PollRefused(error, after_ttl) => Cause::PollRefused {
             code: error.code.0,
             message: &error.message,
+            after_ttl: *after_ttl,
         },
         Stop::PollFailed(failure) => Cause::Elsewhere(failure),
         Stop::Failed(ServiceError::McpError(error)) => Cause::JsonRpc {
@@ -504,10 +518,12 @@ mod tests {
                 false,
                 true,
             ),
-            (Stop::PollRefused(error()), false, true),
+            (Stop::PollRefused(error(), None), false, true),
             (Stop::PollFailed(Failure::Broken), false, true),
-            // The task ended on the server.
-            (Stop::TaskFailed(error()), false, false),
+            // The task ended on the server (a poll refused past its ttlMs: deleted).
+            (Stop::TaskFailed(error(), None), false, false),
+            (Stop::TaskFailed(error(), Some(500)), false, false),
+            (Stop::PollRefused(error(), Some(500)), false, false),
             (Stop::TaskCancelled, false, false),
         ];
         for (stop, without, with) in cases {

@@ -46,6 +46,15 @@ pub(crate) const MAX_POLL_INTERVAL: Duration = Duration::from_secs(30);
 const MAX_INPUT_ROUNDS: usize = 8;
 /// What an answer to `tasks/get` naming another task is, in the call's error.
 const ANOTHER_TASK: &str = "an answer to tasks/get about another task than the call's";
+/// How long past a task's `ttlMs` the call still polls for the server's verdict (a task
+/// the server failed, or deleted, at its time to live), when one poll interval is less.
+pub(crate) const TTL_GRACE: Duration = Duration::from_secs(2);
+
+/// How long past its `ttlMs` a task is still polled for the server's verdict: the grace,
+/// or one poll interval when that is longer, so that at least one poll comes after it.
+pub(crate) fn ttl_grace(interval: Duration) -> Duration {
+    interval.max(TTL_GRACE)
+}
 
 /// The wait before the next poll: the server's suggestion within our bounds, doubled for
 /// every poll in a row that failed on the wire (still within the bounds).
@@ -75,22 +84,23 @@ struct Tracked {
     id: String,
     /// The server's suggested poll interval, as last seen.
     poll_ms: Option<u64>,
-    /// When the task's time to live ends (from when its handle arrived: our clock, not
-    /// the server's `createdAt`), as last seen; `None`: unlimited.
+    /// When the task's time to live ends (from when the call was sent: our clock, not
+    /// the server's `createdAt`, and no later than the server's own count, which starts
+    /// when the call arrived), as last seen; `None`: unlimited.
     expires: Option<Instant>,
     ttl_ms: Option<u64>,
-    arrived: Instant,
+    sent: Instant,
     status_message: Option<String>,
 }
 
 impl Tracked {
-    fn new(task: &Task) -> Self {
+    fn new(task: &Task, sent: Instant) -> Self {
         let mut tracked = Self {
             id: task.task_id.clone(),
             poll_ms: None,
             expires: None,
             ttl_ms: None,
-            arrived: Instant::now(),
+            sent,
             status_message: None,
         };
         tracked.update(task);
@@ -103,7 +113,27 @@ impl Tracked {
         self.ttl_ms = task.ttl_ms;
         self.expires = task
             .ttl_ms
-            .map(|ttl| self.arrived + Duration::from_millis(ttl));
+            .map(|ttl| self.sent + Duration::from_millis(ttl));
+    }
+
+    /// The task's time to live (ms), once it has passed.
+    fn ttl_passed(&self, now: Instant) -> Option<u64> {
+        self.expires
+            .filter(|expires| now >= *expires)
+            .map(|_| self.ttl_ms.unwrap_or_default())
+    }
+
+    /// Stops past the task's time to live say so: the deadline that ends a call whose
+    /// task outlived its `ttlMs` ends the wait for the server's verdict, not the task.
+    fn past_ttl(&self, stop: Stop) -> Stop {
+        match (stop, self.ttl_passed(Instant::now())) {
+            (Stop::Timeout, Some(ttl_ms)) => Stop::TaskExpired { ttl_ms },
+            (Stop::TaskFailed(error, None), Some(ttl_ms)) => Stop::TaskFailed(error, Some(ttl_ms)),
+            (Stop::PollRefused(error, None), Some(ttl_ms)) => {
+                Stop::PollRefused(error, Some(ttl_ms))
+            }
+            (stop, _) => stop,
+        }
     }
 
     /// A status message that is new becomes progress.
@@ -123,12 +153,17 @@ enum Waited {
     Stop(Stop),
 }
 
-/// Waits for the next poll, or for the deadline, the task's expiry or the caller.
+/// Waits for the next poll, or for the deadline, the end of the task's time to live and
+/// its grace, or the caller. Past its `ttlMs` a task is polled on, at its interval, for
+/// the grace ([`ttl_grace`]): the server's verdict (a task it failed, or forgot) ends
+/// the call, and only a server that says nothing by then has the call end it (as the
+/// deadline does, whichever comes first).
 async fn wait(request: &CallRequest, tracked: &Tracked, failed_in_a_row: u32) -> Waited {
-    let next = Instant::now() + poll_interval(tracked.poll_ms, failed_in_a_row);
-    let until = tracked
-        .expires
-        .map_or(next, |expires| next.min(expires))
+    let interval = poll_interval(tracked.poll_ms, failed_in_a_row);
+    let next = Instant::now() + interval;
+    let given_up = tracked.expires.map(|expires| expires + ttl_grace(interval));
+    let until = given_up
+        .map_or(next, |given_up| next.min(given_up))
         .min(request.deadline);
     tokio::select! {
         biased;
@@ -136,12 +171,8 @@ async fn wait(request: &CallRequest, tracked: &Tracked, failed_in_a_row: u32) ->
         () = tokio::time::sleep_until(until) => {}
     }
     let now = Instant::now();
-    if now >= request.deadline {
-        Waited::Stop(Stop::Timeout)
-    } else if tracked.expires.is_some_and(|expires| now >= expires) {
-        Waited::Stop(Stop::TaskExpired {
-            ttl_ms: tracked.ttl_ms.unwrap_or_default(),
-        })
+    if now >= request.deadline || given_up.is_some_and(|given_up| now >= given_up) {
+        Waited::Stop(tracked.past_ttl(Stop::Timeout))
     } else {
         Waited::Poll
     }
@@ -170,16 +201,31 @@ pub(crate) async fn follow(
     registry: &Arc<Registry>,
     state: &CallState,
     request: &CallRequest,
-    created: CreateTaskResult,
+    (created, sent): (CreateTaskResult, Instant),
 ) -> Result<Value, Stop> {
     state.set_task(&created.task.task_id);
-    let mut tracked = Tracked::new(&created.task);
+    let mut tracked = Tracked::new(&created.task, sent);
     tracked.report(&created.task, state);
+    // Whatever ends the call once the task's time to live passed says so.
+    follow_polls(peer, handler, registry, state, request, &mut tracked)
+        .await
+        .map_err(|stop| tracked.past_ttl(stop))
+}
+
+/// Polls the task until it ends (see [`follow`]).
+async fn follow_polls(
+    peer: &Peer<RoleClient>,
+    handler: &Handler,
+    registry: &Arc<Registry>,
+    state: &CallState,
+    request: &CallRequest,
+    tracked: &mut Tracked,
+) -> Result<Value, Stop> {
     let mut answered: HashSet<String> = HashSet::new();
     let mut input_rounds = 0;
     let mut failed_in_a_row = 0u32;
     loop {
-        if let Waited::Stop(stop) = wait(request, &tracked, failed_in_a_row).await {
+        if let Waited::Stop(stop) = wait(request, tracked, failed_in_a_row).await {
             return Err(stop);
         }
         // Each poll is a request of the call: its answer (the result, in the end) is
@@ -207,7 +253,7 @@ pub(crate) async fn follow(
         }
         let detailed = match answer {
             Ok(answer) => answer.task,
-            Err(ServiceError::McpError(error)) => return Err(Stop::PollRefused(error)),
+            Err(ServiceError::McpError(error)) => return Err(Stop::PollRefused(error, None)),
             Err(ServiceError::UnexpectedResponse) => {
                 return Err(Stop::NotAResult(
                     "an answer to tasks/get that is not a task",
@@ -241,7 +287,7 @@ pub(crate) async fn follow(
                 check_result(&value).map_err(Stop::NotAResult)?;
                 return Ok(value);
             }
-            TaskPayload::Failed { error } => return Err(Stop::TaskFailed(failed(&error))),
+            TaskPayload::Failed { error } => return Err(Stop::TaskFailed(failed(&error), None)),
             TaskPayload::Cancelled => return Err(Stop::TaskCancelled),
             TaskPayload::InputRequired { input_requests } => {
                 // Each request once: a poll lists every one still open, answered or not.
@@ -271,7 +317,9 @@ pub(crate) async fn follow(
                 update.meta = Some(traced(&request.trace));
                 match within(request, peer.update_task(update)).await? {
                     Ok(()) => answered.extend(keys),
-                    Err(ServiceError::McpError(error)) => return Err(Stop::PollRefused(error)),
+                    Err(ServiceError::McpError(error)) => {
+                        return Err(Stop::PollRefused(error, None));
+                    }
                     // Not acknowledged: the next poll still lists the requests, and
                     // they are answered again.
                     Err(_) => failed_in_a_row = failed_in_a_row.saturating_add(1),
@@ -351,6 +399,15 @@ mod tests {
                 "{suggested:?} {failed}"
             );
         }
+    }
+
+    #[test]
+    fn a_task_past_its_time_to_live_is_polled_for_a_grace_of_at_least_one_interval() {
+        let ms = Duration::from_millis;
+        assert_eq!(ttl_grace(ms(10)), TTL_GRACE);
+        assert_eq!(ttl_grace(ms(1_999)), TTL_GRACE);
+        assert_eq!(ttl_grace(ms(5_000)), ms(5_000));
+        assert_eq!(ttl_grace(MAX_POLL_INTERVAL), MAX_POLL_INTERVAL);
     }
 
     #[test]

@@ -86,6 +86,8 @@ async fn a_server_that_exits_before_its_handshake_says_how() {
         "{}",
         ran.error()
     );
+    // It did not run, and the same command fails the same way on the next start.
+    assert!(!ran.error().may_have_run() && !ran.error().retryable());
 }
 
 /// A server that says why it fails a few lines above its last: those lines are quoted,
@@ -205,18 +207,40 @@ async fn output_over_budget_over_stdio() {
     assert_eq!(ran.error().kind(), ErrorKind::OutputTooLarge);
 }
 
+/// A server whose process ends while it has the call: `server_exited`, `unknown` (the
+/// call was written), with how it ended; another try may succeed (a new process).
 #[tokio::test]
-async fn exit_mid_call_is_protocol_unknown() {
+async fn a_server_that_dies_mid_call_says_how_it_ended() {
     let client = client(EraPreference::Legacy);
-    let ran = call(
-        &client,
-        &server(&["--exit-mid-call"]),
-        "echo",
-        json!({"message": "x"}),
-    )
-    .await;
-    assert_eq!(ran.error().kind(), ErrorKind::Protocol, "{}", ran.error());
-    assert_eq!(ran.error().delivery(), Delivery::Unknown);
+    let cases = [
+        (&["--exit-mid-call"][..], "exit status: 1"),
+        (
+            &["--crash-mid-call", "139"][..],
+            "exit status: 139, as a shell reports a command killed by signal 11 (SIGSEGV): \
+             it crashed",
+        ),
+        (
+            &["--crash-mid-call", "segv"][..],
+            "killed by signal 11 (SIGSEGV): it crashed",
+        ),
+    ];
+    for (flags, how) in cases {
+        let ran = call(&client, &server(flags), "echo", json!({"message": "x"})).await;
+        let error = ran.error();
+        assert_eq!(
+            (error.kind(), error.delivery()),
+            (ErrorKind::ServerExited, Delivery::Unknown),
+            "{flags:?}: {error}"
+        );
+        assert!(
+            error
+                .detail()
+                .starts_with("the server's process ended before it answered ("),
+            "{error}"
+        );
+        assert!(error.detail().contains(how), "{flags:?}: {error}");
+        assert!(error.may_have_run() && error.retryable(), "{flags:?}");
+    }
 }
 
 fn tempdir() -> std::path::PathBuf {

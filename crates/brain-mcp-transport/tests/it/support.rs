@@ -3,8 +3,8 @@
 use std::time::{Duration, Instant};
 
 use brain_mcp_transport::{
-    CallError, CallOutcome, CallRequest, ClientOptions, Endpoint, EraPreference, McpClient,
-    PROGRESS_QUEUE, Progress, progress_channel,
+    CallError, CallOutcome, CallReport, CallRequest, ClientOptions, Endpoint, EraPreference,
+    McpClient, PROGRESS_QUEUE, Progress, progress_channel,
 };
 use serde_json::Value;
 
@@ -13,6 +13,8 @@ pub(crate) struct Ran {
     pub(crate) outcome: Result<CallOutcome, CallError>,
     pub(crate) progress: Vec<Progress>,
     pub(crate) elapsed: Duration,
+    /// What the transport reported of the call (for telemetry).
+    pub(crate) report: CallReport,
 }
 
 impl Ran {
@@ -64,8 +66,11 @@ pub(crate) fn request(
 /// delivered before the call returned.
 pub(crate) async fn run(client: &McpClient, request: CallRequest) -> Ran {
     let (tx, mut rx) = progress_channel(PROGRESS_QUEUE);
+    let report = CallReport::new();
     let started = Instant::now();
-    let outcome = client.call(request.progress(tx)).await;
+    let outcome = client
+        .call(request.progress(tx).report(report.clone()))
+        .await;
     let elapsed = started.elapsed();
     let mut progress = Vec::new();
     while let Some(update) = rx.try_recv() {
@@ -75,6 +80,7 @@ pub(crate) async fn run(client: &McpClient, request: CallRequest) -> Ran {
         outcome,
         progress,
         elapsed,
+        report,
     }
 }
 

@@ -213,6 +213,8 @@ async fn the_deadline_and_the_caller_give_the_task_up_with_tasks_cancel() {
     assert_eq!(seen.method("tools/call"), 2);
 }
 
+/// A task the server says nothing more about past its `ttlMs` is given up once the grace
+/// after it is over (2 s, or a poll interval when longer), and cancelled.
 #[tokio::test]
 async fn answers_about_a_task_that_break_the_protocol_end_the_call_and_give_the_task_up() {
     let (server, endpoint) = started(Era::Modern).await;
@@ -298,15 +300,70 @@ async fn a_task_past_its_time_to_live_is_given_up() {
         &client,
         &endpoint,
         "task",
-        json!({"outcome": "never", "ttl_ms": 300, "poll_ms": 100}),
+        json!({"outcome": "never", "ttl_ms": 300, "poll_ms": 100, "at_ttl": "nothing"}),
     )
     .await;
     let error = ran.error();
     assert_eq!(failure(&ran), (ErrorKind::Timeout, Delivery::Delivered));
     assert!(error.detail().contains("time to live (300 ms)"), "{error}");
-    assert!(ran.elapsed < Duration::from_secs(10), "{:?}", ran.elapsed);
+    assert!(error.retryable());
     let seen = settled(&server).await;
     assert_eq!(seen.method("tasks/cancel"), 1);
+    // Polled through the grace, at the interval it asked for: no busy polling.
+    let polls = seen.method("tasks/get");
+    assert!(
+        (1..=24).contains(&polls),
+        "{polls} polls in 2.3 s at 100 ms"
+    );
+}
+
+/// A task the server ends at its `ttlMs` ends the call with the server's verdict, not
+/// with the client's own timeout: failed (rmcp's task manager), or deleted (-32602).
+#[tokio::test]
+async fn the_servers_verdict_on_a_task_past_its_time_to_live_ends_the_call() {
+    let (server, endpoint) = started(Era::Modern).await;
+    let client = client(EraPreference::Modern);
+    // (at_ttl, a phrase of the detail, the JSON-RPC code)
+    let cases = [
+        (
+            "fail",
+            "which failed once its time to live (300 ms) had passed, with JSON-RPC error -32603: \
+             task expired",
+            -32603,
+        ),
+        (
+            "forget",
+            "once its time to live (300 ms) had passed, answered a request about the task with \
+             JSON-RPC error -32602: unknown task",
+            -32602,
+        ),
+    ];
+    for (at_ttl, phrase, code) in cases {
+        let before = server.counters();
+        let ran = task_call(
+            &client,
+            &endpoint,
+            "task",
+            json!({"outcome": "never", "ttl_ms": 300, "poll_ms": 50, "at_ttl": at_ttl}),
+        )
+        .await;
+        let error = ran.error();
+        assert_eq!(
+            failure(&ran),
+            (ErrorKind::Protocol, Delivery::Delivered),
+            "{at_ttl}: {error}"
+        );
+        assert!(error.detail().contains(phrase), "{at_ttl}: {error}");
+        assert!(error.retryable(), "{at_ttl}");
+        assert_eq!(ran.report.rpc_error_code(), Some(code), "{at_ttl}");
+        let seen = settled(&server).await;
+        // The server ended the task: nothing to cancel.
+        assert_eq!(
+            seen.method("tasks/cancel"),
+            before.method("tasks/cancel"),
+            "{at_ttl}"
+        );
+    }
 }
 
 #[tokio::test]

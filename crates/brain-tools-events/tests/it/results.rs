@@ -6,6 +6,7 @@ use serde_json::Value;
 
 const SERVERS: &[&str] = &[
     "server-filesystem",
+    "server-filesystem-media",
     "server-memory",
     "server-everything",
     "mcp-server-time",
@@ -92,7 +93,7 @@ fn bytes_the_model_reads_per_server() {
         ResultContent::Once,
     ];
     let mut table = String::from(
-        "server                 calls  with both  before   both  structured  content   once\n",
+        "server                   calls  with both  before   both  structured  content   once\n",
     );
     let mut totals = [0usize; 6];
     for server in SERVERS {
@@ -114,7 +115,7 @@ fn bytes_the_model_reads_per_server() {
         }
         row[2..].copy_from_slice(&sizes[..4]);
         table.push_str(&format!(
-            "{server:<22} {:>5} {:>10} {:>7} {:>6} {:>11} {:>8} {:>6}\n",
+            "{server:<24} {:>5} {:>10} {:>7} {:>6} {:>11} {:>8} {:>6}\n",
             row[0], row[1], sizes[0], sizes[1], sizes[2], sizes[3], sizes[4]
         ));
         for (total, size) in totals
@@ -125,16 +126,38 @@ fn bytes_the_model_reads_per_server() {
         }
     }
     table.push_str(&format!(
-        "{:<22} {:>5} {:>10} {:>7} {:>6} {:>11} {:>8} {:>6}\n",
+        "{:<24} {:>5} {:>10} {:>7} {:>6} {:>11} {:>8} {:>6}\n",
         "all", "", "", totals[0], totals[1], totals[2], totals[3], totals[4]
     ));
     insta::assert_snapshot!(table);
     assert!(totals[4] < totals[0], "once reads less than before");
 }
 
+/// The strings of a JSON value, every one.
+fn strings(value: &Value) -> Vec<&str> {
+    match value {
+        Value::String(text) => vec![text],
+        Value::Object(map) => map.values().flat_map(strings).collect(),
+        Value::Array(items) => items.iter().flat_map(strings).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The base64 a media block of the server's carries: an image's or audio's data, a
+/// resource's blob.
+fn media_data(block: &Value) -> Option<&str> {
+    block
+        .get("data")
+        .or_else(|| block.pointer("/resource/blob"))
+        .and_then(Value::as_str)
+}
+
 /// Each piece once loses nothing: every text block the server sent is read, as text or
 /// inside the json block the model reads; the json block is left out only when a text
-/// block says the one value it wraps.
+/// block says the one value it wraps. Media is read once: every image the server sent is
+/// read as an image block (audio and other blobs as the note that says what was left
+/// out, as in every form), and the json block never repeats the base64 of a media block:
+/// what the structured content held that no block carries is still there.
 #[test]
 fn once_loses_nothing_the_server_said() {
     for server in SERVERS {
@@ -144,6 +167,38 @@ fn once_loses_nothing_the_server_said() {
                 ContentBlock::Json { value } => Some(value),
                 _ => None,
             });
+            let media: Vec<&str> = result["content"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(media_data)
+                .collect();
+            for block in result["content"].as_array().into_iter().flatten() {
+                if let (Some("image"), Some(data)) =
+                    (block["type"].as_str(), block["data"].as_str())
+                {
+                    assert!(
+                        read.iter().any(
+                            |read| matches!(read, ContentBlock::Image { data: d, .. } if d == data)
+                        ),
+                        "{server} {tool}: an image is not read"
+                    );
+                }
+            }
+            if let (Some(json), Some(structured)) = (json, result.get("structuredContent")) {
+                let said = strings(structured);
+                let kept = strings(json);
+                assert!(
+                    kept.iter().all(|text| !media.contains(text)),
+                    "{server} {tool}: the json block repeats a media block's base64"
+                );
+                for text in said.iter().filter(|text| !media.contains(text)) {
+                    assert!(
+                        kept.contains(text),
+                        "{server} {tool}: {text:?} of the structured content is not read"
+                    );
+                }
+            }
             for block in result["content"].as_array().into_iter().flatten() {
                 let Some(text) = block.get("text").and_then(Value::as_str) else {
                     continue;

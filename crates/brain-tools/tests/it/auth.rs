@@ -228,8 +228,9 @@ async fn an_unset_secret_variable_is_a_missing_token_that_names_it() {
     );
     assert_eq!(
         error.message,
-        "unset was not called because UNSET_SECRET, the environment variable that holds its client secret, is not set"
+        "unset was not called because UNSET_SECRET, the environment variable that holds its client secret, is not set; it did not run, and calling it again fails the same way until the variable is set"
     );
+    assert!(!error.retryable && !error.may_have_run());
     assert!(
         server
             .resource

@@ -124,7 +124,12 @@ async fn every_kind_with_its_delivery_and_a_message_that_names_the_tool() {
                 "{tool}"
             );
         }
-        messages.push(format!("{kind}/{}: {}", delivery.as_str(), error.message));
+        messages.push(format!(
+            "{kind}/{}/retryable={}: {}",
+            delivery.as_str(),
+            error.retryable,
+            error.message
+        ));
     }
     let (passed, _) = call(&host, "checked", json!({})).await;
     assert!(!passed.is_error, "{passed:?}");
@@ -305,7 +310,10 @@ async fn a_call_deadline_sooner_than_the_binding_timeout_is_a_timeout() {
         .await;
     let error = error(&result);
     assert_eq!(error.kind, ErrorKind::Timeout, "{error:?}");
-    assert_eq!(error.message, "hang timed out after 3 s");
+    assert_eq!(
+        error.message,
+        "hang timed out after 3 s, the deadline its caller gave (its binding's timeout_seconds is 10 s); it may have run, so check before calling it again; another try may succeed"
+    );
     let seen = server
         .wait_for(|c| c.sessions_closed == 1, Duration::from_secs(5))
         .await;

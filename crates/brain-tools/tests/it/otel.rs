@@ -737,3 +737,106 @@ async fn the_requests_about_a_task_carry_the_calls_context() {
         json!(traceparent(calls[0]))
     );
 }
+
+/// Every path that ends a call on a JSON-RPC error exports its code as `error.type` (and
+/// `rpc.response.status_code`), as the MCP conventions say, in both eras and over stdio:
+/// the server's refusal of the call, a task that failed, a poll of a task the server
+/// deleted, an answer without a request id.
+#[tokio::test]
+async fn every_json_rpc_error_that_ends_a_call_is_its_error_type() {
+    let traced = traced();
+    let legacy = server(Era::Legacy).await;
+    let modern = server(Era::Modern).await;
+    let stdio = |era: &str, tool: &str| {
+        json!({
+            "command": {"program": crate::support::stdio_server(), "args": ["--era", era]},
+            "mcp_tool": tool, "input_schema": {"type": "object"}, "tenants": ["local"],
+            "timeout_seconds": 10
+        })
+    };
+    let as_tool = |mut binding: serde_json::Value, name: &str| {
+        binding["name"] = json!(name);
+        binding
+    };
+    let config = json!({"tools": [
+        as_tool(binding(&legacy.url(), "no_such_tool", json!({})), "legacy_missing"),
+        as_tool(binding(&modern.url(), "no_such_tool", json!({})), "modern_missing"),
+        as_tool(stdio("legacy", "no_such_tool"), "stdio_legacy_missing"),
+        as_tool(stdio("modern", "no_such_tool"), "stdio_modern_missing"),
+        as_tool(stdio("legacy", "unreadable"), "stdio_unreadable"),
+        as_tool(binding(&modern.url(), "task", json!({})), "task_failing"),
+        as_tool(binding(&modern.url(), "task", json!({})), "task_forgotten"),
+    ]});
+    for era in [EraPreference::Auto, EraPreference::Legacy] {
+        let host = host(&config, era);
+        let cases = [
+            (
+                "legacy_missing",
+                json!({}),
+                "tools/call no_such_tool",
+                -32602,
+            ),
+            (
+                "stdio_legacy_missing",
+                json!({}),
+                "tools/call no_such_tool",
+                -32602,
+            ),
+            (
+                "stdio_unreadable",
+                json!({}),
+                "tools/call unreadable",
+                -32700,
+            ),
+        ];
+        let modern_cases = [
+            (
+                "modern_missing",
+                json!({}),
+                "tools/call no_such_tool",
+                -32602,
+            ),
+            (
+                "stdio_modern_missing",
+                json!({}),
+                "tools/call no_such_tool",
+                -32602,
+            ),
+            (
+                "task_failing",
+                json!({"outcome": "fail"}),
+                "tools/call task",
+                -32603,
+            ),
+            (
+                "task_forgotten",
+                json!({"outcome": "never", "ttl_ms": 200, "poll_ms": 50, "at_ttl": "forget"}),
+                "tools/call task",
+                -32602,
+            ),
+        ];
+        let all: Vec<_> = match era {
+            EraPreference::Auto => cases.into_iter().chain(modern_cases).collect(),
+            _ => cases.into_iter().collect(),
+        };
+        for (tool, arguments, name, code) in all {
+            let (result, _) = call(&host, tool, arguments).await;
+            let error = result.error.as_ref().expect("an error");
+            let spans = traced.take();
+            let span = named(&spans, name);
+            assert_eq!(
+                text(span, "error.type"),
+                Some(code.to_string()),
+                "{era:?} {tool}: {} {}",
+                error.kind,
+                error.message
+            );
+            assert_eq!(
+                text(span, "rpc.response.status_code"),
+                Some(code.to_string()),
+                "{era:?} {tool}"
+            );
+        }
+        host.client().shutdown(Duration::from_secs(5)).await;
+    }
+}

@@ -3,7 +3,7 @@
 
 use std::{
     io::IsTerminal,
-    time::{SystemTime, UNIX_EPOCH},
+    time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
 use brain_tools::{CallScope, CancellationToken, ClientOptions, ToolHost};
@@ -43,6 +43,7 @@ pub(crate) async fn run(args: CallArgs, signals: Signals) -> Outcome {
     let arguments: serde_json::Value = serde_json::from_str(&args.args)
         .map_err(|error| Exit::Usage(format!("--args is not JSON: {error}")))?;
     let loaded = config::load(&args.config)?;
+    let timeout = call_timeout(&loaded.config, &args.tool, args.timeout)?;
     let options = ClientOptions::default()
         .era(era(args.era))
         .credential_store(store::for_calls(&args.store));
@@ -85,11 +86,14 @@ pub(crate) async fn run(args: CallArgs, signals: Signals) -> Outcome {
     let sink = printer.sink();
     // The sink hands the result to the printer as soon as the call has it; closing what
     // the call left open comes after (the run settles its clients).
-    let result = host
+    let mut call = host
         .call(scope, args.tool, arguments)
         .cancel(cancel)
-        .sink(std::sync::Arc::new(sink))
-        .await;
+        .sink(std::sync::Arc::new(sink));
+    if let Some(timeout) = timeout {
+        call = call.timeout(timeout);
+    }
+    let result = call.await;
     interrupt.abort();
     let printed = tokio::task::spawn_blocking(move || printer.finish(STALL)).await;
     match printed {
@@ -104,9 +108,63 @@ pub(crate) async fn run(args: CallArgs, signals: Signals) -> Outcome {
     }
 }
 
+/// The call's own deadline (`--timeout`), which may only be sooner than its binding's
+/// `timeout_seconds`: a longer one is a usage error that names the binding's limit. A
+/// tool the config does not have is the call's to report (`unknown_tool`).
+fn call_timeout(
+    config: &brain_tools::config::HostConfig,
+    tool: &str,
+    seconds: Option<u64>,
+) -> Result<Option<Duration>, Exit> {
+    let Some(seconds) = seconds else {
+        return Ok(None);
+    };
+    if let Some(binding) = config.tools.iter().find(|binding| binding.name == tool)
+        && seconds > binding.timeout_seconds
+    {
+        return Err(Exit::Usage(format!(
+            "--timeout {seconds} is longer than the {} s that {tool}'s binding allows \
+             (its timeout_seconds): a call may only end sooner; raise timeout_seconds in the \
+             host config to allow longer calls",
+            binding.timeout_seconds
+        )));
+    }
+    Ok(Some(Duration::from_secs(seconds)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_calls_timeout_may_only_be_sooner_than_its_bindings() {
+        let loaded = brain_tools::config::HostConfig::from_json_bytes(
+            br#"{"tools": [{"name": "search", "url": "https://mcp.example.com/mcp",
+                "mcp_tool": "search", "input_schema": {"type": "object"},
+                "tenants": ["local"], "timeout_seconds": 30}]}"#,
+        )
+        .unwrap();
+        let config = &loaded.config;
+        assert_eq!(call_timeout(config, "search", None).unwrap(), None);
+        assert_eq!(
+            call_timeout(config, "search", Some(30)).unwrap(),
+            Some(Duration::from_secs(30))
+        );
+        assert_eq!(
+            call_timeout(config, "nope", Some(999)).unwrap(),
+            Some(Duration::from_secs(999)),
+            "an unknown tool is the call's to report"
+        );
+        let Err(Exit::Usage(message)) = call_timeout(config, "search", Some(31)) else {
+            panic!("a usage error")
+        };
+        assert_eq!(
+            message,
+            "--timeout 31 is longer than the 30 s that search's binding allows (its \
+             timeout_seconds): a call may only end sooner; raise timeout_seconds in the host \
+             config to allow longer calls"
+        );
+    }
 
     #[test]
     fn auto_is_human_at_a_terminal_and_json_in_a_pipe() {

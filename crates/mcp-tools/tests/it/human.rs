@@ -91,6 +91,47 @@ async fn wire_failures_say_what_retrying_means() {
     }
 }
 
+/// `--timeout` gives one call a sooner deadline, and the message names it and the
+/// binding's; a longer one than the binding allows is a usage error naming the limit,
+/// before anything is sent.
+#[tokio::test]
+async fn a_calls_own_timeout_is_sooner_than_its_bindings_or_refused() {
+    let server = server(Era::Legacy).await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = config(
+        &dir,
+        serde_json::json!([{
+            "name": "slow", "url": server.url(), "mcp_tool": "sleep", "tenants": ["local"],
+            "input_schema": {"type": "object"}, "timeout_seconds": 10
+        }]),
+    );
+    let run = call(&path, "slow", r#"{"ms": 20000}"#, &["--timeout", "1"]).await;
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stdout.contains(
+            "slow timed out after 1 s, the deadline its caller gave (its binding's \
+             timeout_seconds is 10 s); it may have run, so check before calling it again"
+        ),
+        "{}",
+        run.stdout
+    );
+    let before = server.counters().method("tools/call");
+    let run = call(&path, "slow", r#"{"ms": 20000}"#, &["--timeout", "11"]).await;
+    assert_eq!(run.code, 2, "a usage error");
+    assert!(run.stdout.is_empty());
+    assert_eq!(
+        run.stderr.trim(),
+        "mcp-tools: --timeout 11 is longer than the 10 s that slow's binding allows (its \
+         timeout_seconds): a call may only end sooner; raise timeout_seconds in the host \
+         config to allow longer calls (see mcp-tools --help)"
+    );
+    assert_eq!(
+        server.counters().method("tools/call"),
+        before,
+        "nothing sent"
+    );
+}
+
 #[tokio::test]
 async fn images_are_summarised_and_saved_with_save_dir() {
     let server = server(Era::Both).await;

@@ -219,7 +219,7 @@ impl Process {
             drop(tail);
             last_lines(&String::from_utf8_lossy(&bytes), cut, endpoint)
         };
-        match (status, tail) {
+        match (status.map(ended), tail) {
             (Some(status), Some(line)) => format!(" ({status}; stderr: {line})"),
             (Some(status), None) => format!(" ({status})"),
             (None, Some(line)) => format!(" (stderr: {line})"),
@@ -255,6 +255,69 @@ impl Process {
     }
 }
 
+/// How a process ended, for a person: `exit status: 1`; `killed by signal 11
+/// (SIGSEGV): it crashed`; `exit status: 139, as a shell reports a command killed by
+/// signal 11 (SIGSEGV): it crashed` (a launcher such as `sh -c` or `npx` between us and
+/// the server passes its child's death on so).
+fn ended(status: ExitStatus) -> String {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt as _;
+        ended_as(status.code(), status.signal(), status.core_dumped())
+    }
+    #[cfg(not(unix))]
+    status.to_string()
+}
+
+/// [`ended`], from the status's parts.
+#[cfg(unix)]
+fn ended_as(code: Option<i32>, signal: Option<i32>, core_dumped: bool) -> String {
+    let core = if core_dumped { ", core dumped" } else { "" };
+    match (code, signal) {
+        (_, Some(signal)) => format!("killed by {}{core}", signal_name(signal)),
+        (Some(code), None) => match code
+            .checked_sub(128)
+            .filter(|_| code > 128)
+            .and_then(|signal| signal_meaning(signal).map(|_| signal))
+        {
+            Some(signal) => format!(
+                "exit status: {code}, as a shell reports a command killed by {}",
+                signal_name(signal)
+            ),
+            None => format!("exit status: {code}"),
+        },
+        (None, None) => "an unknown status".to_owned(),
+    }
+}
+
+/// `signal 11 (SIGSEGV): it crashed`, or as much of it as is known.
+#[cfg(unix)]
+fn signal_name(signal: i32) -> String {
+    let name = nix::sys::signal::Signal::try_from(signal)
+        .map(|known| format!(" ({})", known.as_str()))
+        .unwrap_or_default();
+    match signal_meaning(signal) {
+        Some(meaning) => format!("signal {signal}{name}: {meaning}"),
+        None => format!("signal {signal}{name}"),
+    }
+}
+
+/// What a signal that ends a process usually means.
+#[cfg(unix)]
+fn signal_meaning(signal: i32) -> Option<&'static str> {
+    use nix::sys::signal::Signal;
+    Some(match Signal::try_from(signal).ok()? {
+        Signal::SIGSEGV | Signal::SIGBUS | Signal::SIGILL | Signal::SIGFPE => "it crashed",
+        Signal::SIGABRT => "it aborted",
+        Signal::SIGKILL => "something killed it, often the system for want of memory",
+        Signal::SIGTERM | Signal::SIGINT | Signal::SIGHUP | Signal::SIGQUIT => {
+            "something stopped it"
+        }
+        Signal::SIGPIPE => "it wrote to a pipe that was closed",
+        _ => return None,
+    })
+}
+
 /// The last [`STDERR_LINES`] non-empty lines of `text`, quoted, oldest first, joined
 /// with ` | `; `cut`: the first line is a fragment and is left out.
 fn last_lines(text: &str, cut: bool, endpoint: &Endpoint) -> Option<String> {
@@ -281,6 +344,50 @@ impl Drop for Process {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// How a process ended, as a person reads it.
+    #[cfg(unix)]
+    #[test]
+    fn how_a_process_ended() {
+        // (code, signal, core dumped, text)
+        let cases = [
+            (Some(1), None, false, "exit status: 1"),
+            (Some(0), None, false, "exit status: 0"),
+            (
+                Some(139),
+                None,
+                false,
+                "exit status: 139, as a shell reports a command killed by signal 11 (SIGSEGV): it crashed",
+            ),
+            (
+                Some(137),
+                None,
+                false,
+                "exit status: 137, as a shell reports a command killed by signal 9 (SIGKILL): \
+                 something killed it, often the system for want of memory",
+            ),
+            // Not a signal's: a status of the program's own.
+            (Some(200), None, false, "exit status: 200"),
+            (Some(128), None, false, "exit status: 128"),
+            (
+                None,
+                Some(11),
+                true,
+                "killed by signal 11 (SIGSEGV): it crashed, core dumped",
+            ),
+            (
+                None,
+                Some(6),
+                false,
+                "killed by signal 6 (SIGABRT): it aborted",
+            ),
+            (None, Some(10), false, "killed by signal 10 (SIGUSR1)"),
+            (None, Some(99), false, "killed by signal 99"),
+        ];
+        for (code, signal, core, text) in cases {
+            assert_eq!(ended_as(code, signal, core), text, "{code:?} {signal:?}");
+        }
+    }
 
     #[test]
     fn the_last_lines_are_quoted_with_real_secrets_hidden() {

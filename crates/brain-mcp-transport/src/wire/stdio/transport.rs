@@ -265,22 +265,21 @@ impl StdioTransport {
     }
 }
 
-/// Whether a line that is no JSON-RPC message rmcp reads is the answer a server gives
-/// when it could not read a request at all: a parse error (-32700) or an invalid request
-/// (-32600) whose `id` is missing or null. Other id-less answers (a buggy server's reply to
-/// a notification, say) are skipped, as before.
-fn is_an_answer_without_id(text: &str) -> bool {
+/// The code of a line that is no JSON-RPC message rmcp reads but the answer a server
+/// gives when it could not read a request at all: a parse error (-32700) or an invalid
+/// request (-32600) whose `id` is missing or null. Other id-less answers (a buggy server's
+/// reply to a notification, say) are skipped, as before (`None`).
+fn answer_without_id(text: &str) -> Option<i32> {
     let Ok(serde_json::Value::Object(message)) = serde_json::from_str(text) else {
-        return false;
+        return None;
     };
-    let unreadable = message
+    let code = message
         .get("error")
         .and_then(|error| error.get("code"))
         .and_then(serde_json::Value::as_i64)
-        .is_some_and(|code| code == -32700 || code == -32600);
-    unreadable
-        && !message.contains_key("method")
-        && message.get("id").is_none_or(serde_json::Value::is_null)
+        .filter(|code| *code == -32700 || *code == -32600)?;
+    (!message.contains_key("method") && message.get("id").is_none_or(serde_json::Value::is_null))
+        .then(|| i32::try_from(code).unwrap_or_default())
 }
 
 impl Transport<RoleClient> for StdioTransport {
@@ -346,7 +345,20 @@ impl Transport<RoleClient> for StdioTransport {
         loop {
             match self.next_line(&mut exited).await {
                 Line::Read => {}
-                Line::End => return None,
+                Line::End => {
+                    // The stream ended under a call: when the process ended too (by
+                    // now, or a moment later: its stdout may close first), it died with
+                    // the call, and the call says so.
+                    if let Some(call) = self.current.get().filter(|call| !call.is_overflowed())
+                        && (exited
+                            || tokio::time::timeout(AFTER_EXIT, self.exited.clone())
+                                .await
+                                .is_ok())
+                    {
+                        call.record(Failure::Exited);
+                    }
+                    return None;
+                }
                 Line::TooLong => {
                     // The call's budget, or the bound of one message: never dropped
                     // silently, so the call does not wait for its deadline.
@@ -382,8 +394,8 @@ impl Transport<RoleClient> for StdioTransport {
             // error's `"id": null`); a process serves one call, so that is the call's
             // answer: waiting for another would only meet the deadline. (rmcp reads such
             // an answer, and drops it.)
-            if text.contains("\"error\"") && is_an_answer_without_id(&text) {
-                self.record(Failure::Protocol("an answer without a request id"));
+            if let Some(code) = answer_without_id(&text).filter(|_| text.contains("\"error\"")) {
+                self.record(Failure::AnswerWithoutId { code });
                 return None;
             }
             let Ok(message) = serde_json::from_str::<RxJsonRpcMessage<RoleClient>>(&text) else {
@@ -416,7 +428,7 @@ impl Transport<RoleClient> for StdioTransport {
 
 #[cfg(test)]
 mod tests {
-    use super::is_an_answer_without_id;
+    use super::answer_without_id;
 
     #[test]
     fn answers_without_an_id_are_told_apart() {
@@ -445,7 +457,7 @@ mod tests {
             ("[1, 2]", false),
         ];
         for (line, expected) in cases {
-            assert_eq!(is_an_answer_without_id(line), expected, "{line}");
+            assert_eq!(answer_without_id(line).is_some(), expected, "{line}");
         }
     }
 }

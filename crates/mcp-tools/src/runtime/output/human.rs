@@ -11,6 +11,7 @@ use std::{fmt::Write as _, path::PathBuf};
 
 use base64::Engine as _;
 use brain_tools::{ContentBlock, Delivery, ErrorKind, ProgressEvent, ResultEvent};
+use serde_json::Value;
 
 use crate::runtime::output::escape::escape;
 
@@ -66,13 +67,102 @@ pub(crate) struct ProgressSeen {
     pub(crate) last: ProgressEvent,
 }
 
-/// What became of one image when `--save-dir` is given.
+/// What became of one piece of base64 when `--save-dir` is given.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Saved {
     /// Written to this file.
     To(PathBuf),
     /// Not written, and why.
     Failed(String),
+}
+
+/// A piece of base64 a result carries, which a person never reads as text: an image
+/// block's data (`nth` 0), or a string in a `json` block that is base64 data (`nth` from
+/// 1, in the order [`payloads`] finds them), such as the copy of a file's bytes a tool
+/// repeats in its structured content.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Payload<'a> {
+    /// The block it is in (from 0).
+    pub(crate) block: usize,
+    pub(crate) nth: usize,
+    pub(crate) data: &'a str,
+    pub(crate) mime_type: Option<&'a str>,
+}
+
+/// The shortest string of a `json` block taken for base64 data: shorter ones are shown
+/// as they are (an id, a hash).
+const MIN_EMBEDDED: usize = 128;
+
+/// Whether a string of a `json` block is base64 data: long, standard base64 that
+/// decodes, and of mixed case (hex digests, identifiers in one case, are shown).
+fn is_embedded_base64(text: &str) -> bool {
+    text.len() >= MIN_EMBEDDED
+        && text.bytes().any(|byte| byte.is_ascii_uppercase())
+        && text.bytes().any(|byte| byte.is_ascii_lowercase())
+        && decode(text).is_some()
+}
+
+/// The base64 strings in a JSON value, depth first, each with the `mimeType` (or
+/// `mime_type`) of the object that holds it.
+fn embedded<'a>(
+    value: &'a Value,
+    mime_type: Option<&'a str>,
+    found: &mut Vec<(&'a str, Option<&'a str>)>,
+) {
+    match value {
+        Value::String(text) if is_embedded_base64(text) => found.push((text, mime_type)),
+        Value::Array(items) => {
+            for item in items {
+                embedded(item, None, found);
+            }
+        }
+        Value::Object(map) => {
+            let mime_type = ["mimeType", "mime_type"]
+                .iter()
+                .find_map(|key| map.get(*key).and_then(Value::as_str));
+            for value in map.values() {
+                embedded(value, mime_type, found);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Every piece of base64 of a result, once each: the image blocks' data, then the base64
+/// strings of its `json` blocks that are not an image block's data again.
+pub(crate) fn payloads(result: &ResultEvent) -> Vec<Payload<'_>> {
+    let mut payloads = Vec::new();
+    for (block, content) in result.content.iter().enumerate() {
+        if let ContentBlock::Image { mime_type, data } = content {
+            payloads.push(Payload {
+                block,
+                nth: 0,
+                data,
+                mime_type: Some(mime_type),
+            });
+        }
+    }
+    for (block, content) in result.content.iter().enumerate() {
+        let ContentBlock::Json { value } = content else {
+            continue;
+        };
+        let mut found = Vec::new();
+        embedded(value, None, &mut found);
+        for (nth, (data, mime_type)) in found.into_iter().enumerate() {
+            if !payloads
+                .iter()
+                .any(|payload: &Payload<'_>| payload.data == data)
+            {
+                payloads.push(Payload {
+                    block,
+                    nth: nth + 1,
+                    data,
+                    mime_type,
+                });
+            }
+        }
+    }
+    payloads
 }
 
 /// The one-line text of a progress event: `3/5 indexing`, `3 indexing` without a total.
@@ -88,14 +178,21 @@ pub(crate) fn progress_text(event: &ProgressEvent) -> String {
     text
 }
 
-/// The result for a person. `saved[i]` says what became of block `i` when it is an image
-/// and `--save-dir` was given.
+/// The result for a person, who never reads base64: each image, and each piece of
+/// base64 in structured content, is said as what it is, how large, and where it was saved.
+/// `saved[i]` says what became of the `i`th of the result's [`payloads`] when
+/// `--save-dir` was given.
 pub(crate) fn render(
     progress: Option<&ProgressSeen>,
     result: &ResultEvent,
     saved: &[Option<Saved>],
     paint: Paint,
 ) -> String {
+    let payloads = payloads(result);
+    let media = Media {
+        payloads: &payloads,
+        saved,
+    };
     let mut out = String::new();
     let header = format!(
         "tool {}, call {}",
@@ -118,8 +215,7 @@ pub(crate) fn render(
     }
     for (index, block) in result.content.iter().enumerate() {
         out.push('\n');
-        let saved = saved.get(index).and_then(Option::as_ref);
-        out.push_str(&block_text(block, saved, paint));
+        out.push_str(&block_text(index, block, &media, paint));
         if !out.ends_with('\n') {
             out.push('\n');
         }
@@ -143,36 +239,111 @@ pub(crate) fn render(
             error.delivery.as_str(),
             delivery_meaning(error.delivery)
         );
+        let _ = writeln!(
+            out,
+            "{} {} ({})",
+            paint.label("retryable:"),
+            error.retryable,
+            match (error.kind, error.retryable) {
+                (ErrorKind::ToolError, _) => {
+                    "the tool's own error: what it said tells whether another try can succeed"
+                }
+                (_, true) => "another try may succeed",
+                (_, false) => "the same call fails the same way until something changes",
+            }
+        );
     }
     out
 }
 
-fn block_text(block: &ContentBlock, saved: Option<&Saved>, paint: Paint) -> String {
+/// The result's pieces of base64 and what became of each.
+struct Media<'a> {
+    payloads: &'a [Payload<'a>],
+    saved: &'a [Option<Saved>],
+}
+
+impl Media<'_> {
+    /// The payload whose data this is, and what became of it.
+    fn of(&self, data: &str) -> Option<(&Payload<'_>, Option<&Saved>)> {
+        let index = self
+            .payloads
+            .iter()
+            .position(|payload| payload.data == data)?;
+        Some((
+            &self.payloads[index],
+            self.saved.get(index).and_then(Option::as_ref),
+        ))
+    }
+
+    /// A JSON value with each piece of base64 said as what it is instead.
+    fn hidden(&self, value: &Value) -> Value {
+        match value {
+            Value::String(text) if is_embedded_base64(text) => Value::String(match self.of(text) {
+                Some((payload, _)) if payload.nth == 0 => {
+                    format!("[base64: the image of block {}]", payload.block + 1)
+                }
+                Some((payload, saved)) => format!(
+                    "[base64: {}{}]",
+                    what(payload.mime_type, payload.data),
+                    where_saved(saved)
+                ),
+                None => format!("[base64: {}]", what(None, text)),
+            }),
+            Value::Array(items) => {
+                Value::Array(items.iter().map(|item| self.hidden(item)).collect())
+            }
+            Value::Object(map) => Value::Object(
+                map.iter()
+                    .map(|(key, value)| (key.clone(), self.hidden(value)))
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
+}
+
+/// `image/png, 29.5 KiB`: what a piece of base64 is, as far as is known.
+fn what(mime_type: Option<&str>, data: &str) -> String {
+    let size = match decode(data) {
+        Some(bytes) => size(bytes.len()),
+        None => "data that is not base64".to_owned(),
+    };
+    match mime_type {
+        Some(mime_type) => format!("{}, {size}", escape(mime_type, false)),
+        None => size,
+    }
+}
+
+/// ` saved to PATH`, ` not saved: why`, or how to save it.
+fn where_saved(saved: Option<&Saved>) -> String {
+    match saved {
+        Some(Saved::To(path)) => {
+            format!(" saved to {}", escape(&path.display().to_string(), false))
+        }
+        Some(Saved::Failed(why)) => format!(" not saved: {}", escape(why, false)),
+        None => ", not printed (--save-dir saves it)".to_owned(),
+    }
+}
+
+fn block_text(index: usize, block: &ContentBlock, media: &Media<'_>, paint: Paint) -> String {
     match block {
         ContentBlock::Text { text } => escape(text, true),
         // serde_json escapes C0 controls in strings, not C1 or bidirectional ones.
-        ContentBlock::Json { value } => escape(
-            &serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string()),
-            true,
-        ),
+        ContentBlock::Json { value } => {
+            let shown = media.hidden(value);
+            escape(
+                &serde_json::to_string_pretty(&shown).unwrap_or_else(|_| shown.to_string()),
+                true,
+            )
+        }
         ContentBlock::Image { mime_type, data } => {
-            let size = match decode(data) {
-                Some(bytes) => size(bytes.len()),
-                None => "data that is not base64".to_owned(),
-            };
-            let mut line = paint.label(&format!("[image: {}, {size}]", escape(mime_type, false)));
-            match saved {
-                Some(Saved::To(path)) => {
-                    let _ = write!(
-                        line,
-                        " saved to {}",
-                        escape(&path.display().to_string(), false)
-                    );
-                }
-                Some(Saved::Failed(why)) => {
-                    let _ = write!(line, " not saved: {}", escape(why, false));
-                }
-                None => {}
+            let saved = media
+                .of(data)
+                .filter(|(payload, _)| payload.block == index)
+                .and_then(|(_, saved)| saved);
+            let mut line = paint.label(&format!("[image: {}]", what(Some(mime_type), data)));
+            if let Some(saved) = saved {
+                line.push_str(&where_saved(Some(saved)));
             }
             line
         }
@@ -186,10 +357,17 @@ fn kind_meaning(kind: ErrorKind) -> &'static str {
         ErrorKind::UnknownTool => "no such tool for this tenant",
         ErrorKind::InvalidArguments => "the arguments do not satisfy the tool's input_schema",
         ErrorKind::MissingToken => "the binding's token_env variable is not set",
-        ErrorKind::Connect => "the server could not be reached",
+        ErrorKind::Connect => "the server could not be reached, or its command could not start",
         ErrorKind::HttpStatus => "the server answered with an HTTP error status",
-        ErrorKind::Protocol => "the server's answer was not valid MCP",
-        ErrorKind::Timeout => "the call's deadline (timeout_seconds) passed",
+        ErrorKind::Protocol => {
+            "the server answered with a JSON-RPC error or with something that is not a tool result, or the exchange broke off"
+        }
+        ErrorKind::ServerExited => {
+            "the server's process ended during the call: it crashed, was killed or exited"
+        }
+        ErrorKind::Timeout => {
+            "a time limit passed: the call's deadline (timeout_seconds), or its task's time to live"
+        }
         ErrorKind::Cancelled => "the call was cancelled",
         ErrorKind::OutputTooLarge => "the response exceeded max_output_bytes",
         ErrorKind::ToolError => "the tool reported an error; its text is above",
@@ -210,7 +388,7 @@ fn kind_meaning(kind: ErrorKind) -> &'static str {
 fn delivery_meaning(delivery: Delivery) -> &'static str {
     match delivery {
         Delivery::NotSent => {
-            "the tool did not run (the request never reached the server, or the server refused it before running it): safe to retry"
+            "the tool did not run (the request never reached the server, or the server refused it before running it): a retry cannot repeat anything"
         }
         Delivery::Unknown => {
             "the request may have reached the server, so the tool may have run: check before retrying"
@@ -225,9 +403,27 @@ pub(crate) fn decode(data: &str) -> Option<Vec<u8>> {
     base64::engine::general_purpose::STANDARD.decode(data).ok()
 }
 
+/// The file a piece of base64 is saved as: `CALL-N.EXT` for the image of block N (from
+/// 1), `CALL-N-K.EXT` for the Kth piece of base64 in the structured content of block N;
+/// the call ID reduced to characters safe in a file name.
+pub(crate) fn media_file_name(call_id: &str, payload: &Payload<'_>) -> String {
+    let name = image_file_name(
+        call_id,
+        payload.block,
+        payload.mime_type.unwrap_or_default(),
+    );
+    match payload.nth {
+        0 => name,
+        nth => match name.rsplit_once('.') {
+            Some((stem, extension)) => format!("{stem}-{nth}.{extension}"),
+            None => format!("{name}-{nth}"),
+        },
+    }
+}
+
 /// The file an image is saved as: `CALL-N.EXT`, with N the block's number (from 1) and
 /// the call ID reduced to characters safe in a file name.
-pub(crate) fn image_file_name(call_id: &str, index: usize, mime_type: &str) -> String {
+fn image_file_name(call_id: &str, index: usize, mime_type: &str) -> String {
     let mut stem: String = call_id
         .chars()
         .map(|c| {
@@ -245,7 +441,7 @@ pub(crate) fn image_file_name(call_id: &str, index: usize, mime_type: &str) -> S
     format!("{stem}-{}.{}", index + 1, extension(mime_type))
 }
 
-/// A file extension for an image MIME type; `bin` for one this table does not know.
+/// A file extension for a MIME type; `bin` for one this table does not know.
 fn extension(mime_type: &str) -> &'static str {
     let essence = mime_type
         .split(';')
@@ -264,6 +460,11 @@ fn extension(mime_type: &str) -> &'static str {
         "image/avif" => "avif",
         "image/heic" => "heic",
         "image/x-icon" | "image/vnd.microsoft.icon" => "ico",
+        "audio/wav" | "audio/x-wav" | "audio/wave" => "wav",
+        "audio/mpeg" | "audio/mp3" => "mp3",
+        "audio/ogg" => "ogg",
+        "audio/flac" => "flac",
+        "application/pdf" => "pdf",
         _ => "bin",
     }
 }
@@ -355,7 +556,6 @@ mod tests {
             ],
         );
         let saved = [
-            None,
             Some(Saved::To(PathBuf::from("out/c1-2.png"))),
             Some(Saved::Failed("the data is not base64".into())),
         ];
@@ -400,6 +600,11 @@ mod tests {
                 ErrorKind::Connect,
                 Delivery::NotSent,
                 "search: could not connect to http://127.0.0.1:9",
+            ),
+            (
+                ErrorKind::ServerExited,
+                Delivery::Unknown,
+                "search failed: the server's process ended before it answered (killed by signal 11 (SIGSEGV): it crashed)",
             ),
             (
                 ErrorKind::HttpStatus,
@@ -454,6 +659,18 @@ mod tests {
             all.push_str(&transcript(&[result], &[]));
             all.push_str("----\n");
         }
+        // A command that cannot start: it did not run, and trying again will not help.
+        let result = ToolEvent::failure(
+            header("notes"),
+            ToolError::new(
+                ErrorKind::Connect,
+                Delivery::NotSent,
+                "notes failed: command notes-server ended before its handshake (exit status: 2; stderr: python3: can't open file '/srv/server.py')",
+            )
+            .with_retryable(false),
+        );
+        all.push_str(&transcript(&[result], &[]));
+        all.push_str("----\n");
         // A tool's own error keeps its content.
         let result = ToolEvent::Result(
             ResultEvent::new(
@@ -517,13 +734,71 @@ mod tests {
                 ContentBlock::image(TEXT, PNG),
             ],
         );
-        let saved = [None, Some(Saved::Failed(TEXT.to_owned()))];
+        let saved = [Some(Saved::Failed(TEXT.to_owned()))];
         let text = render(None, &result, &saved, Paint::plain());
         assert_escaped(&text);
         assert!(
             text.contains("\n  \"list\": ["),
             "still pretty JSON: {text}"
         );
+    }
+
+    /// A person never reads base64: the copy of an image in structured content is named
+    /// as that image, other base64 there as what it is and where it went.
+    #[test]
+    fn base64_in_structured_content_is_said_not_printed() {
+        use base64::Engine as _;
+        let png = base64::engine::general_purpose::STANDARD.encode([0x89u8; 300]);
+        let wav =
+            base64::engine::general_purpose::STANDARD.encode([0x52u8, 0x49, 0x46].repeat(700));
+        let id = "a".repeat(200);
+        let result = ToolEvent::result(
+            header("read_media_file"),
+            false,
+            vec![
+                ContentBlock::json(json!({
+                    "content": [
+                        {"type": "image", "data": png, "mimeType": "image/png"},
+                        {"type": "audio", "data": wav, "mimeType": "audio/wav"}
+                    ],
+                    "id": id
+                })),
+                ContentBlock::image("image/png", png.clone()),
+                ContentBlock::text(
+                    "[audio (audio/wav, about 2100 bytes) was left out: this host passes only text, images and JSON to the model]",
+                ),
+            ],
+        );
+        let ToolEvent::Result(event) = &result else {
+            unreachable!()
+        };
+        let found = payloads(event);
+        assert_eq!(
+            found
+                .iter()
+                .map(|p| (p.block, p.nth, p.mime_type))
+                .collect::<Vec<_>>(),
+            [(1, 0, Some("image/png")), (0, 2, Some("audio/wav"))],
+            "the image once, then the audio its JSON alone holds"
+        );
+        assert_eq!(media_file_name("c1", &found[1]), "c1-1-2.wav");
+        let unsaved = transcript(std::slice::from_ref(&result), &[]);
+        let saved = [
+            Some(Saved::To(PathBuf::from("out/c1-2.png"))),
+            Some(Saved::To(PathBuf::from("out/c1-1-2.wav"))),
+        ];
+        let saved = transcript(&[result], &saved);
+        for text in [&unsaved, &saved] {
+            assert!(
+                !text.contains(&png[..64]) && !text.contains(&wav[..64]),
+                "{text}"
+            );
+            assert!(
+                text.contains(&id),
+                "a string that is not base64 is shown: {text}"
+            );
+        }
+        insta::assert_snapshot!(format!("{unsaved}----\n{saved}"));
     }
 
     #[test]

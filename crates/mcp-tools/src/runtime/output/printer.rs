@@ -21,7 +21,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use brain_tools::{ContentBlock, EventSink, ProgressEvent, ResultEvent, ToolEvent};
+use brain_tools::{EventSink, ProgressEvent, ResultEvent, ToolEvent};
 
 use crate::runtime::output::{
     escape::escape,
@@ -285,26 +285,29 @@ impl<W: Write> Writer<W> {
 
     fn result(&mut self, result: &ResultEvent, received: u64) -> Done {
         let saved = match &self.save_dir {
-            Some(dir) => save_images(dir, result),
+            Some(dir) => save_media(dir, result),
             None => Vec::new(),
         };
         let text = match &self.style {
             Style::Json => {
-                for (index, saved) in saved.iter().enumerate() {
+                let payloads = human::payloads(result);
+                for (payload, saved) in payloads.iter().zip(&saved) {
+                    let what = match payload.nth {
+                        0 => format!("block {}", payload.block + 1),
+                        nth => format!(
+                            "base64 {nth} in the structured content of block {}",
+                            payload.block + 1
+                        ),
+                    };
                     match saved {
                         Some(Saved::To(path)) => {
                             eprintln!(
-                                "mcp-tools: block {} saved to {}",
-                                index + 1,
+                                "mcp-tools: {what} saved to {}",
                                 escape(&path.display().to_string(), false)
                             );
                         }
                         Some(Saved::Failed(why)) => {
-                            eprintln!(
-                                "mcp-tools: block {} not saved: {}",
-                                index + 1,
-                                escape(why, false)
-                            );
+                            eprintln!("mcp-tools: {what} not saved: {}", escape(why, false));
                         }
                         None => {}
                     }
@@ -340,27 +343,23 @@ impl<W: Write> Writer<W> {
     }
 }
 
-/// Writes each image block of `result` into `dir`; `None` for other blocks.
-fn save_images(dir: &Path, result: &ResultEvent) -> Vec<Option<Saved>> {
+/// Writes each piece of base64 of `result` (its images, and the base64 in its structured
+/// content: [`human::payloads`]) into `dir`, in that order.
+fn save_media(dir: &Path, result: &ResultEvent) -> Vec<Option<Saved>> {
     let created = std::fs::create_dir_all(dir);
-    result
-        .content
+    human::payloads(result)
         .iter()
-        .enumerate()
-        .map(|(index, block)| {
-            let ContentBlock::Image { mime_type, data } = block else {
-                return None;
-            };
+        .map(|payload| {
             if let Err(error) = &created {
                 return Some(Saved::Failed(format!(
                     "cannot create {}: {error}",
                     dir.display()
                 )));
             }
-            let Some(bytes) = human::decode(data) else {
+            let Some(bytes) = human::decode(payload.data) else {
                 return Some(Saved::Failed("the data is not base64".into()));
             };
-            let name = human::image_file_name(&result.header.call_id, index, mime_type);
+            let name = human::media_file_name(&result.header.call_id, payload);
             Some(match save_new(dir, &name, &bytes) {
                 Ok(path) => Saved::To(path),
                 Err(error) => Saved::Failed(format!(
@@ -420,7 +419,7 @@ fn save_new(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
 mod tests {
     use std::sync::mpsc;
 
-    use brain_tools::CallHeader;
+    use brain_tools::{CallHeader, ContentBlock};
 
     use super::*;
 
@@ -522,7 +521,7 @@ mod tests {
             .unwrap();
         let png = "iVBORw0KGgo=";
         let result = ResultEvent::new(header(), false, vec![ContentBlock::image("image/png", png)]);
-        let saved = save_images(dir.path(), &result);
+        let saved = save_media(dir.path(), &result);
         let expected = dir.path().join("c1-1_4.png");
         assert_eq!(saved, [Some(Saved::To(expected.clone()))]);
         assert_eq!(
@@ -539,7 +538,7 @@ mod tests {
             "the dangling link made nothing"
         );
         // Saving again takes the next name.
-        let again = save_images(dir.path(), &result);
+        let again = save_media(dir.path(), &result);
         assert_eq!(again, [Some(Saved::To(dir.path().join("c1-1_5.png")))]);
     }
 
