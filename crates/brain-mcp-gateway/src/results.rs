@@ -85,47 +85,18 @@ fn converted(content: Vec<Block>, is_error: bool) -> CallToolResult {
     result
 }
 
-/// A call that produced no result: its message, with what it means for a retry.
+/// A call that produced no result: its message (which ends with what it means for
+/// calling again), and the error object.
 fn failed(error: &ToolError) -> CallToolResult {
-    let retryable = retryable(error);
-    let text = format!(
-        "{} {} {}",
-        error.message,
-        match error.delivery {
-            Delivery::NotSent => "The tool did not run.",
-            Delivery::Delivered => "The tool ran.",
-            _ => "The tool may have run: check its effect before calling it again.",
-        },
-        if retryable {
-            "A retry may succeed."
-        } else {
-            "Retrying will not help."
-        }
-    );
-    error_result(text, object(error))
+    error_result(error.message.clone(), object(error))
 }
 
 fn object(error: &ToolError) -> Value {
     error_object(
         error.kind.as_str(),
         error.delivery.as_str(),
-        retryable(error),
+        error.retryable,
         &error.message,
-    )
-}
-
-/// Whether a retry of the same call may succeed: the failure was transient (a server
-/// that could not be reached, a timeout, a limit that passes), not what the call is.
-pub(crate) fn retryable(error: &ToolError) -> bool {
-    !matches!(
-        error.kind,
-        ErrorKind::UnknownTool
-            | ErrorKind::InvalidArguments
-            | ErrorKind::MissingToken
-            | ErrorKind::OutputSchema
-            | ErrorKind::OutputTooLarge
-            | ErrorKind::ToolError
-            | ErrorKind::AuthorizationRequired
     )
 }
 
