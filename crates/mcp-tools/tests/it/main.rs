@@ -1,6 +1,7 @@
 //! The real `mcp-tools` binary against the testkit.
 
 mod call_check;
+mod completions;
 mod deadlines;
 mod discover;
 mod fleet;
