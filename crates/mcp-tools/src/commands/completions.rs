@@ -65,7 +65,10 @@ fn fish(script: &str, command: &clap::Command) -> String {
                 .iter()
                 .filter(|value| !value.is_hide_set())
                 .map(|value| {
-                    let help = value.get_help().map(ToString::to_string).unwrap_or_default();
+                    let help = value
+                        .get_help()
+                        .map(ToString::to_string)
+                        .unwrap_or_default();
                     format!("{}\\t'{}'", value.get_name(), fish_quoted(&help))
                 })
                 .collect();

@@ -36,10 +36,22 @@ const CASES: &[(&str, Offers)] = &[
         },
     ),
     // A flag's values.
-    ("mcp-tools call --format ", Offers::Exactly(&["auto", "human", "json"])),
-    ("mcp-tools check --format ", Offers::Exactly(&["human", "json"])),
-    ("mcp-tools call --era ", Offers::Exactly(&["auto", "legacy", "modern"])),
-    ("mcp-tools --era ", Offers::Exactly(&["auto", "legacy", "modern"])),
+    (
+        "mcp-tools call --format ",
+        Offers::Exactly(&["auto", "human", "json"]),
+    ),
+    (
+        "mcp-tools check --format ",
+        Offers::Exactly(&["human", "json"]),
+    ),
+    (
+        "mcp-tools call --era ",
+        Offers::Exactly(&["auto", "legacy", "modern"]),
+    ),
+    (
+        "mcp-tools --era ",
+        Offers::Exactly(&["auto", "legacy", "modern"]),
+    ),
     (
         "mcp-tools check --models ",
         Offers::Exactly(&["anthropic", "gemini", "openai"]),
