@@ -81,7 +81,9 @@ pub struct ServerOptions {
     /// `tools/list` page size; `None` (the default) lists every tool in one page.
     pub page_size: Option<usize>,
     /// Extra generated tools `gen_0000`, `gen_0001`, ... with small distinct input schemas
-    /// (for discovery tests). Each echoes its arguments as JSON text. Default 0.
+    /// (for discovery tests): a required argument `field_NNNN` of its own and, as real
+    /// servers' tools often have, an optional `limit` (an integer with a `minimum`). Each
+    /// echoes its arguments as JSON text. Default 0.
     pub extra_tools: usize,
     /// Protect `/mcp` with bearer tokens, the server acting as its own OAuth
     /// authorization server (client credentials). Default `None`: bearers are recorded,

@@ -14,7 +14,7 @@ use crate::{
         diff::diff,
         exit::{Exit, Outcome},
         models,
-        output::{escape::escape, out, outln, progress::Spinner},
+        output::{escape::escape, fit, out, outln, progress::Spinner},
         shell, store,
     },
 };
@@ -49,7 +49,7 @@ fn check_models(args: &CheckArgs, loaded: &Loaded) -> Outcome {
     }
     let report = models::check(&loaded.config.tools, &args.models, |_| true);
     match args.format {
-        ReportFormat::Human => out!("{}", report.render()),
+        ReportFormat::Human => out!("{}", report.render(fit::columns(std::io::stdout()))),
         ReportFormat::Json => out!("{}", report.to_json()),
     }
     if args.strict && !report.is_empty() {

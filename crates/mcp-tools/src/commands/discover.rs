@@ -12,7 +12,7 @@ use crate::{
         config,
         exit::{Exit, Outcome},
         merge, models,
-        output::{escape::escape, out, outln, progress::Spinner},
+        output::{escape::escape, fit, out, outln, progress::Spinner},
         shell, stdio, store,
     },
 };
@@ -259,7 +259,7 @@ fn models(
         return Ok(());
     }
     let report = models::check(bindings, &args.models, reported);
-    eprint!("{}", report.render());
+    eprint!("{}", report.render(fit::columns(std::io::stderr())));
     if args.strict && !report.is_empty() {
         return Err(Exit::Failed(format!(
             "{} (--strict): nothing {}",

@@ -1,9 +1,11 @@
 //! What a person reads, and stdout: the writer every command prints through (it never
 //! panics on a closed pipe), the one escaping rule ([`escape`]), a call's result as text
-//! ([`human`]) and where `call` prints it without holding up the call ([`printer`]), and
-//! what stderr shows while a person waits ([`progress`]).
+//! ([`human`]) and where `call` prints it without holding up the call ([`printer`]), what
+//! stderr shows while a person waits ([`progress`]), and reports fitted to the terminal's
+//! width ([`fit`]).
 
 pub(crate) mod escape;
+pub(crate) mod fit;
 pub(crate) mod human;
 pub(crate) mod printer;
 pub(crate) mod progress;
