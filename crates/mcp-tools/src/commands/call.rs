@@ -12,7 +12,7 @@ use crate::{
     cli::{CallArgs, Format},
     runtime::{
         client::{self, era},
-        config,
+        config::{self, Warn},
         exit::{Exit, Outcome},
         logs::color_allowed,
         output::{
@@ -42,7 +42,7 @@ fn style(format: Format, stdout_is_terminal: bool, stderr_is_terminal: bool) -> 
 pub(crate) async fn run(args: CallArgs, signals: Signals) -> Outcome {
     let arguments: serde_json::Value = serde_json::from_str(&args.args)
         .map_err(|error| Exit::Usage(format!("--args is not JSON: {error}")))?;
-    let loaded = config::load(&args.config)?;
+    let loaded = config::load(&args.config, Warn::Binding(&args.tool))?;
     let options = ClientOptions::default()
         .era(era(args.era))
         .credential_store(store::for_calls(&args.store));

@@ -10,7 +10,7 @@ use crate::{
     runtime::{
         auth,
         client::{self, discovery_failure, endpoint, token},
-        config,
+        config::{self, Warn},
         diff::diff,
         exit::{Exit, Outcome},
         models,
@@ -20,7 +20,7 @@ use crate::{
 };
 
 pub(crate) async fn run(args: CheckArgs) -> Outcome {
-    let loaded = config::load(&args.config)?;
+    let loaded = config::load(&args.config, Warn::All)?;
     let tools = loaded.config.tools.len();
     let live = if args.live {
         live(&args, &loaded).await

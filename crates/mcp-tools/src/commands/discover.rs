@@ -9,7 +9,7 @@ use crate::{
     runtime::{
         auth,
         client::{self, discovery_failure, endpoint, era, token},
-        config,
+        config::{self, Warn},
         exit::{Exit, Outcome},
         merge, models,
         output::{escape::escape, fit, out, outln, progress::Spinner},
@@ -83,7 +83,7 @@ fn server(args: &DiscoverArgs) -> Result<(McpServer, Option<String>), Exit> {
             Ok((McpServer::Stdio(command), None))
         }
         (None, None, Some(config), Some(tool)) => {
-            let loaded = config::load(config)?;
+            let loaded = config::load(config, Warn::Binding(tool))?;
             let binding = config::find_binding(&loaded.config.tools, tool, config)?;
             let Some(mcp) = binding.mcp() else {
                 return Err(Exit::Failed(format!(

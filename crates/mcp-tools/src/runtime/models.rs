@@ -12,7 +12,10 @@ use brain_tools_providers::{
     Effect, Evidence, Finding, Place, Provider, Report as Checked, Verdict,
 };
 
-use crate::{cli::Model, runtime::output::fit::fit};
+use crate::{
+    cli::Model,
+    runtime::output::{bindings_named, fit::fit},
+};
 
 /// How many paths of one rule a line names before it says how many more there are.
 const PATHS_SHOWN: usize = 3;
@@ -462,26 +465,12 @@ fn clusters<'a>(groups: Vec<&'a Group<'a>>) -> Vec<Cluster<'a>> {
     clusters
 }
 
-/// How many bindings a heading names before it shortens the list to its first and last.
-const PLACES_SHOWN: usize = 3;
-
 /// `tools[1] (a)`, `tools[1] (a), tools[4] (b)`, or for a long list
 /// `tools[13] (gen_0000) ... tools[131] (gen_0118) (119 bindings)` (the JSON report
 /// names every one).
 fn places(places: &[&Place]) -> String {
-    if places.len() <= PLACES_SHOWN {
-        return places
-            .iter()
-            .map(|p| place(p))
-            .collect::<Vec<_>>()
-            .join(", ");
-    }
-    format!(
-        "{} ... {} ({} bindings)",
-        place(places[0]),
-        place(places[places.len() - 1]),
-        places.len()
-    )
+    let named: Vec<String> = places.iter().map(|p| place(p)).collect();
+    bindings_named(&named)
 }
 
 /// A verdict in a cell of the table (the header says what each word means).

@@ -43,6 +43,45 @@ async fn call_prints_events_as_json_lines_and_exits_by_the_result() {
     assert_eq!(last["error"]["kind"], "tool_error");
 }
 
+/// Three bindings name an API key that is not exported: a call warns once, about the
+/// binding it calls; a check says it once for the three.
+#[tokio::test]
+async fn an_unset_variable_is_one_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let binding = |name: &str| {
+        json!({"name": name, "input_schema": {"type": "object"}, "url": "https://x.example/mcp",
+               "mcp_tool": name, "tenants": ["local"], "token_env": "BRAIN_TEST_UNSET_KEY"})
+    };
+    let path = config(&dir, json!([binding("a"), binding("b"), binding("c")]));
+    let call = mcp_tools(
+        &[
+            "call", "--config", &path, "--tenant", "local", "--tool", "b",
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(call.code, 1, "missing_token: {}", call.stderr);
+    let warnings: Vec<&str> = call
+        .stderr
+        .lines()
+        .filter(|line| line.starts_with("warning:"))
+        .collect();
+    assert_eq!(
+        warnings,
+        [
+            "warning: tools[1] (b).token_env: names BRAIN_TEST_UNSET_KEY, which is not set now; calls fail with missing_token until it is"
+        ],
+        "{}",
+        call.stderr
+    );
+    let check = mcp_tools(&["check", "--config", &path], &[]).await;
+    assert_eq!(check.code, 0, "{}", check.stderr);
+    assert_eq!(
+        check.stderr,
+        "warning: tools[0] (a).token_env, tools[1] (b).token_env, tools[2] (c).token_env: names BRAIN_TEST_UNSET_KEY, which is not set now; calls fail with missing_token until it is\n"
+    );
+}
+
 #[tokio::test]
 async fn check_reports_every_problem_with_its_path() {
     let dir = tempfile::tempdir().unwrap();

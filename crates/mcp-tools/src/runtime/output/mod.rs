@@ -37,6 +37,21 @@ pub(crate) fn stdout_failure() -> Option<&'static str> {
     STDOUT_FAILED.get().map(String::as_str)
 }
 
+/// How many bindings a list names in full; a longer one is its first and last.
+const BINDINGS_SHOWN: usize = 3;
+
+/// Bindings (or places in them) named in a line: `a, b, c`, or for a longer list
+/// `a ... z (12 bindings)`. Whatever prints the list for a person uses it; the JSON a
+/// command prints names every one.
+pub(crate) fn bindings_named(names: &[String]) -> String {
+    match names {
+        [first, .., last] if names.len() > BINDINGS_SHOWN => {
+            format!("{first} ... {last} ({} bindings)", names.len())
+        }
+        _ => names.join(", "),
+    }
+}
+
 /// `print!` through [`write_stdout`].
 macro_rules! out {
     ($($arg:tt)*) => { $crate::runtime::output::write_stdout(format_args!($($arg)*)) };
