@@ -15,7 +15,7 @@ use crate::{
         exit::{Exit, Outcome},
         models,
         output::{escape::escape, fit, out, outln, progress::Spinner},
-        shell, store,
+        shell, stdio, store,
     },
 };
 
@@ -219,10 +219,18 @@ async fn live(args: &CheckArgs, loaded: &Loaded) -> Outcome {
         let found = match found {
             Ok(found) => found,
             Err(error) => {
-                report(
-                    &bindings,
-                    &discovery_failure(&error, args.limits.discovery_timeout),
-                );
+                let failure = discovery_failure(&error, args.limits.discovery_timeout);
+                report(&bindings, &failure);
+                if let McpServer::Stdio(command) = server {
+                    for name in stdio::not_passed(&failure, command, |name| {
+                        std::env::var_os(name).is_some()
+                    }) {
+                        outln!(
+                            "  {}",
+                            stdio::not_passed_hint(&name, stdio::Passing::Binding)
+                        );
+                    }
+                }
                 differences += bindings.len();
                 continue;
             }

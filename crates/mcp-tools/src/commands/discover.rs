@@ -146,13 +146,19 @@ pub(crate) async fn run(args: DiscoverArgs) -> Outcome {
         Ok(found) => found,
         Err(error) => {
             // Say so at the deadline; closing gets a short grace after that.
-            eprintln!(
-                "mcp-tools: {}",
-                escape(
-                    &discovery_failure(&error, args.limits.discovery_timeout),
-                    false
-                )
-            );
+            let failure = discovery_failure(&error, args.limits.discovery_timeout);
+            eprintln!("mcp-tools: {}", escape(&failure, false));
+            if let McpServer::Stdio(command) = &server {
+                let how = match args.command {
+                    Some(_) => stdio::Passing::Flag,
+                    None => stdio::Passing::Binding,
+                };
+                for name in
+                    stdio::not_passed(&failure, command, |name| std::env::var_os(name).is_some())
+                {
+                    eprintln!("mcp-tools: {}", stdio::not_passed_hint(&name, how));
+                }
+            }
             if error.kind() == ErrorKind::AuthorizationRequired
                 && let Some(flags) = &login_flags
             {
