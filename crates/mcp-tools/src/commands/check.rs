@@ -21,6 +21,7 @@ use crate::{
 
 pub(crate) async fn run(args: CheckArgs) -> Outcome {
     let loaded = config::load(&args.config, Warn::All)?;
+    relative_paths(&loaded);
     let tools = loaded.config.tools.len();
     let live = if args.live {
         live(&args, &loaded).await
@@ -40,6 +41,25 @@ pub(crate) async fn run(args: CheckArgs) -> Outcome {
     };
     let models = check_models(&args, &loaded);
     live.and(models)
+}
+
+/// Warns (stderr) of each stdio binding whose command names relative paths without a
+/// `cwd`: it works only when the host runs in the right folder.
+fn relative_paths(loaded: &Loaded) {
+    let Ok(here) = std::env::current_dir() else {
+        return;
+    };
+    for (index, binding) in loaded.config.tools.iter().enumerate() {
+        if let Some(McpServer::Stdio(command)) = binding.mcp().map(|mcp| &mcp.server)
+            && let Some(warning) = stdio::relative_without_cwd(command, &here, |path| path.exists())
+        {
+            eprintln!(
+                "warning: tools[{index}] ({}).command: {}",
+                binding.name,
+                escape(&warning, false)
+            );
+        }
+    }
 }
 
 /// `--models`: the report on stdout; with `--strict`, any finding fails the check.

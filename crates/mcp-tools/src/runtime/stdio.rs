@@ -216,6 +216,36 @@ pub(crate) fn not_passed(
     names
 }
 
+/// What `check` says of a stdio binding whose command names relative paths and that has
+/// no `cwd`: the host starts the server in its own folder, wherever that is, and the
+/// paths are looked up there. `here`: the folder `check` runs in (a bare name such as
+/// `server.py` counts as a path when it exists there, as in discovery); `exists`: whether
+/// a path exists.
+pub(crate) fn relative_without_cwd(
+    command: &StdioCommand,
+    here: &Path,
+    exists: impl Fn(&Path) -> bool,
+) -> Option<String> {
+    if command.cwd.is_some() {
+        return None;
+    }
+    let plan = folder(&command.program, &command.args, here, false, exists);
+    let mut paths: Vec<&str> = Vec::new();
+    if plan.program.is_some() {
+        paths.push(&command.program);
+    }
+    paths.extend(plan.relative.iter().map(String::as_str));
+    let (first, rest) = paths.split_first()?;
+    let named = match rest {
+        [] => format!("{first} is a relative path"),
+        _ => format!("{first} and {} are relative paths", rest.join(", ")),
+    };
+    Some(format!(
+        "{named} and the binding has no cwd: the host starts the server in its own working folder, wherever that is, and looks them up there; set command.cwd to the folder they are relative to (this one is {}), or make them absolute",
+        here.display()
+    ))
+}
+
 /// Where a stdio server's variables come from, for the advice that passes one.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Passing {
@@ -334,6 +364,27 @@ mod tests {
                 "{program} {args:?}"
             );
         }
+    }
+
+    #[test]
+    fn check_says_when_relative_paths_have_no_folder() {
+        let here = Path::new("/home/me/proj");
+        let exists = |path: &Path| path == Path::new("/home/me/proj/server.py");
+        let said = |program: &str, args: &[&str], cwd: Option<&str>| {
+            let mut command = StdioCommand::new(program, args.iter().copied());
+            command.cwd = cwd.map(str::to_owned);
+            relative_without_cwd(&command, here, exists)
+        };
+        insta::assert_snapshot!(said("./bin/server", &["--db", "../data/x.db"], None).unwrap());
+        assert!(
+            said("python3", &["server.py"], None)
+                .unwrap()
+                .starts_with("server.py is a relative path and the binding has no cwd")
+        );
+        // Found in PATH, absolute, or with a folder: nothing to say.
+        assert_eq!(said("npx", &["-y", "@scope/server"], None), None);
+        assert_eq!(said("/opt/srv", &["--stdio"], None), None);
+        assert_eq!(said("./bin/server", &["x.db"], Some("/srv")), None);
     }
 
     /// A server that fails for want of a variable this shell has: the variable is named;

@@ -82,6 +82,42 @@ async fn an_unset_variable_is_one_warning() {
     );
 }
 
+/// A stdio binding whose command names relative paths and that has no cwd loads, but
+/// works only from the right folder: check warns; with a cwd, it does not.
+#[tokio::test]
+async fn check_warns_of_relative_paths_without_a_cwd() {
+    let dir = tempfile::tempdir().unwrap();
+    let stdio = |name: &str, command: Value| {
+        json!({"name": name, "input_schema": {"type": "object"}, "mcp_tool": "echo",
+               "tenants": ["local"], "command": command})
+    };
+    let path = config(
+        &dir,
+        json!([
+            stdio(
+                "relative",
+                json!({"program": "./bin/server", "args": ["--db", "../data/x.db"]})
+            ),
+            stdio(
+                "with_cwd",
+                json!({"program": "./bin/server", "cwd": "/srv/tools"})
+            ),
+            stdio(
+                "in_path",
+                json!({"program": "npx", "args": ["-y", "@scope/server"]})
+            )
+        ]),
+    );
+    let run = crate::support::mcp_tools_in(dir.path(), &["check", "--config", &path], &[]).await;
+    assert_eq!(run.code, 0, "a warning: {}", run.stderr);
+    let here = dir.path().canonicalize().unwrap();
+    insta::assert_snapshot!(
+        run.stderr
+            .replace(&here.display().to_string(), "/HERE")
+            .replace(&dir.path().display().to_string(), "/HERE")
+    );
+}
+
 #[tokio::test]
 async fn check_reports_every_problem_with_its_path() {
     let dir = tempfile::tempdir().unwrap();
