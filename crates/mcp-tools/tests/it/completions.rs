@@ -7,7 +7,7 @@
 
 use std::{path::Path, time::Duration};
 
-use crate::support::mcp_tools;
+use crate::support::{mcp_tools, require};
 
 /// What a person types before Tab (a trailing space: a new word), and what each shell
 /// must offer: `Exactly` for a flag's values, `Includes` for what must be among the
@@ -119,12 +119,10 @@ async fn script(shell: &str, path: &Path) {
 
 /// Fails unless `shell` is on PATH, saying which Debian package has it.
 fn installed(shell: &str) {
-    let found = std::env::var_os("PATH")
-        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(shell).is_file()));
-    assert!(
-        found,
-        "{shell} is not installed: these tests run the completion script in {shell}; install it \
-         (Debian: apt-get install {shell}; .ci/run installs it in CI)"
+    require(
+        shell,
+        &format!("these tests run the completion script in {shell}"),
+        &format!("apt-get install {shell}"),
     );
 }
 

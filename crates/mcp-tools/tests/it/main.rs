@@ -17,4 +17,5 @@ mod refresh_exit;
 mod result_content;
 mod stdio_env;
 mod support;
+mod terminal;
 mod usage;
