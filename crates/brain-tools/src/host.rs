@@ -15,9 +15,10 @@ use std::{
 
 use brain_mcp_transport::{
     Authorization, CallError, CallReport, CallRequest, ClientBuildError, ClientOptions, Endpoint,
-    Era, Grant, McpClient, PROGRESS_QUEUE, Progress, ProgressReceiver, Secret, progress_channel,
+    Era, Features, Grant, Lacking, McpClient, PROGRESS_QUEUE, Progress, ProgressReceiver, Secret,
+    progress_channel,
 };
-use brain_tools_config::{HostConfig, JsonObject, McpEra, McpServer, Target, ToolBinding};
+use brain_tools_config::{HostConfig, JsonObject, McpAuth, McpEra, McpServer, Target, ToolBinding};
 use brain_tools_events::{
     CallHeader, Delivery, ErrorKind, McpResult, ResultContent, ResultEvent, ToolError, ToolEvent,
 };
@@ -89,6 +90,69 @@ pub enum BuildError {
     /// The MCP client could not be built (its TLS setup failed).
     #[error(transparent)]
     Client(#[from] ClientBuildError),
+    /// Bindings this build cannot serve: each needs a cargo feature it was compiled
+    /// without (a stdio binding in an `http`-only build). Every call of theirs would fail;
+    /// [`ToolHostBuilder::allow_unsupported`] builds the host all the same.
+    #[error("{}", unsupported_message(.0))]
+    Unsupported(Vec<Unsupported>),
+}
+
+/// A binding this build cannot serve: a server or grant that needs a cargo feature the
+/// build lacks ([`Features`](crate::Features) says which it has).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Unsupported {
+    /// The binding's index in the config's `tools`.
+    pub index: usize,
+    /// Its name.
+    pub name: String,
+    /// What it needs, and the feature.
+    pub lacking: Lacking,
+}
+
+impl fmt::Display for Unsupported {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "tools[{}] ({}): {} needs the cargo feature `{}` of brain-tools, which this build lacks",
+            self.index, self.name, self.lacking.what, self.lacking.feature
+        )
+    }
+}
+
+fn unsupported_message(unsupported: &[Unsupported]) -> String {
+    let lines: Vec<String> = unsupported.iter().map(ToString::to_string).collect();
+    format!(
+        "this build cannot serve {} binding{} (its features: {}): {}",
+        unsupported.len(),
+        if unsupported.len() == 1 { "" } else { "s" },
+        Features::COMPILED.names().join(", "),
+        lines.join("; ")
+    )
+}
+
+/// The bindings of `config` that `built` cannot serve.
+fn unsupported(config: &HostConfig, built: Features) -> Vec<Unsupported> {
+    config
+        .tools
+        .iter()
+        .enumerate()
+        .filter_map(|(index, binding)| {
+            let lacking = match &binding.target {
+                Target::Mcp(mcp) => match &mcp.server {
+                    McpServer::Stdio(_) => built.lacks(true, None::<&McpAuth>),
+                    McpServer::Http { auth, .. } => built.lacks(false, auth.as_ref()),
+                    _ => None,
+                },
+                _ => None,
+            }?;
+            Some(Unsupported {
+                index,
+                name: binding.name.clone(),
+                lacking,
+            })
+        })
+        .collect()
 }
 
 type TokenSource = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
@@ -102,6 +166,7 @@ pub struct ToolHostBuilder {
     config_path: Option<String>,
     record_tenant: bool,
     record_sizes: bool,
+    allow_unsupported: bool,
 }
 
 impl fmt::Debug for ToolHostBuilder {
@@ -320,15 +385,30 @@ impl ToolHostBuilder {
         self
     }
 
+    /// Builds the host even when some bindings need cargo features this build lacks
+    /// (default: [`build`](Self::build) refuses them). Their calls then fail before
+    /// anything is sent (`not_sent`, the message naming the feature), and
+    /// [`ToolHost::unsupported`] lists them: leave them out of what the model sees.
+    pub fn allow_unsupported(mut self, allow: bool) -> Self {
+        self.allow_unsupported = allow;
+        self
+    }
+
     /// Compiles the policy and builds the host. With the `otel` feature, the host's
     /// metrics are made on the global meter provider as it is now: set yours first.
     ///
     /// # Errors
     /// [`BuildError::Policy`] when a binding's schema does not compile (a config loaded
-    /// from JSON has none such); [`BuildError::Client`] when no client was given and the
-    /// default one cannot be built (its TLS setup failed).
+    /// from JSON has none such); [`BuildError::Unsupported`] when bindings need cargo
+    /// features this build lacks (a stdio server in an `http`-only build; see
+    /// [`allow_unsupported`](Self::allow_unsupported)); [`BuildError::Client`] when no
+    /// client was given and the default one cannot be built (its TLS setup failed).
     pub fn build(self) -> Result<ToolHost, BuildError> {
         let policy = Policy::new(&self.config)?;
+        let unsupported = unsupported(&self.config, Features::COMPILED);
+        if !unsupported.is_empty() && !self.allow_unsupported {
+            return Err(BuildError::Unsupported(unsupported));
+        }
         let telemetry = Telemetry::new(&self.config, self.record_tenant, self.record_sizes);
         let param_headers = self
             .config
@@ -351,6 +431,7 @@ impl ToolHostBuilder {
                     .config_path
                     .unwrap_or_else(|| "<host-config.json>".to_owned()),
                 telemetry,
+                unsupported,
             }),
         })
     }
@@ -373,6 +454,8 @@ struct Inner {
     config_path: String,
     /// The span of a call, and the call metrics.
     telemetry: Telemetry,
+    /// The bindings this build cannot serve (built with `allow_unsupported`).
+    unsupported: Vec<Unsupported>,
 }
 
 impl fmt::Debug for ToolHost {
@@ -404,6 +487,7 @@ impl ToolHost {
             config_path: None,
             record_tenant: true,
             record_sizes: false,
+            allow_unsupported: false,
         }
     }
 
@@ -411,6 +495,14 @@ impl ToolHost {
     /// accounting and metrics).
     pub fn client(&self) -> &McpClient {
         &self.inner.client
+    }
+
+    /// The bindings this build cannot serve (each needs a cargo feature it lacks): empty
+    /// unless the host was built with
+    /// [`allow_unsupported`](ToolHostBuilder::allow_unsupported). Their calls fail
+    /// `not_sent`.
+    pub fn unsupported(&self) -> &[Unsupported] {
+        &self.inner.unsupported
     }
 
     /// Ends what the host's client runs in the background, before the process exits:
@@ -1234,6 +1326,68 @@ mod tests {
         );
         let result = future.await;
         assert_eq!(result.error.unwrap().kind, ErrorKind::UnknownTool);
+    }
+
+    /// A stdio binding, an HTTP one, one with an OAuth grant and one whose grant signs
+    /// with a private key, checked against an `http`-only build and this one.
+    #[test]
+    fn bindings_a_build_cannot_serve_are_named_with_their_feature() {
+        let loaded = HostConfig::from_json_value_with_env(
+            &json!({"tools": [
+                {"name": "files", "input_schema": {"type": "object"}, "mcp_tool": "read",
+                 "tenants": ["t"], "command": {"program": "files-server"}},
+                {"name": "search", "input_schema": {"type": "object"}, "mcp_tool": "search",
+                 "tenants": ["t"], "url": "https://h.example/mcp"},
+                {"name": "crm", "input_schema": {"type": "object"}, "mcp_tool": "crm",
+                 "tenants": ["t"], "url": "https://crm.example/mcp",
+                 "auth": {"type": "client_credentials", "client_id": "c", "client_secret_env": "S",
+                          "issuer": "https://id.example"}},
+                {"name": "ledger", "input_schema": {"type": "object"}, "mcp_tool": "ledger",
+                 "tenants": ["t"], "url": "https://ledger.example/mcp",
+                 "auth": {"type": "client_credentials", "client_id": "c",
+                          "token_endpoint_auth_method": "private_key_jwt", "private_key_env": "K",
+                          "issuer": "https://id.example"}}
+            ]}),
+            |_| true,
+        )
+        .unwrap();
+        let mut http_only = Features::COMPILED;
+        (
+            http_only.stdio,
+            http_only.http,
+            http_only.oauth,
+            http_only.oauth_jwt,
+        ) = (false, true, false, false);
+        let found: Vec<String> = unsupported(&loaded.config, http_only)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        insta::assert_snapshot!(found.join("\n"));
+        let mut default = http_only;
+        (default.stdio, default.oauth) = (true, true);
+        let found = unsupported(&loaded.config, default);
+        assert_eq!(found.len(), 1);
+        assert_eq!(
+            (found[0].name.as_str(), found[0].lacking.feature),
+            ("ledger", "oauth-jwt")
+        );
+
+        // This build: refused exactly when it lacks what they need, or built anyway.
+        let lacking = unsupported(&loaded.config, Features::COMPILED);
+        match ToolHost::new(&loaded.config) {
+            Ok(host) => assert!(lacking.is_empty() && host.unsupported().is_empty()),
+            Err(BuildError::Unsupported(refused)) => {
+                assert_eq!(refused, lacking);
+                let message = BuildError::Unsupported(refused).to_string();
+                assert!(message.starts_with("this build cannot serve "), "{message}");
+            }
+            Err(other) => panic!("{other}"),
+        }
+        let host = ToolHost::builder(loaded.config.clone())
+            .allow_unsupported(true)
+            .build()
+            .unwrap();
+        assert_eq!(host.unsupported(), lacking);
     }
 
     #[test]

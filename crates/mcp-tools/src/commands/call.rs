@@ -53,9 +53,12 @@ pub(crate) async fn run(args: CallArgs, signals: Signals) -> Outcome {
         })
     };
     let client = client::build(options, login)?;
+    // A binding this build cannot serve fails when it is called (naming the feature), not
+    // a call of another binding.
     let host = ToolHost::builder(loaded.config)
         .client(client.clone())
         .config_path(args.config.display().to_string())
+        .allow_unsupported(true)
         .build()
         .map_err(|error| Exit::Failed(error.to_string()))?;
     let call_id = args.call.unwrap_or_else(|| {
