@@ -14,9 +14,9 @@ use std::{
 };
 
 use brain_mcp_transport::{
-    Authorization, CallError, CallReport, CallRequest, ClientBuildError, ClientOptions, Endpoint,
-    Era, Features, Grant, Lacking, McpClient, PROGRESS_QUEUE, Progress, ProgressReceiver, Secret,
-    progress_channel,
+    Authorization, CallError, CallReport, CallRequest, ClientBuildError, ClientOptions,
+    ClientStats, Endpoint, Era, Features, Grant, Lacking, McpClient, PROGRESS_QUEUE, Progress,
+    ProgressReceiver, Secret, progress_channel,
 };
 use brain_tools_config::{HostConfig, JsonObject, McpAuth, McpEra, McpServer, Target, ToolBinding};
 use brain_tools_events::{
@@ -491,10 +491,17 @@ impl ToolHost {
         }
     }
 
-    /// The MCP client the host uses (its [`stats`](McpClient::stats), for leak
-    /// accounting and metrics).
+    /// The MCP client the host uses (to share with another host, or for discovery).
     pub fn client(&self) -> &McpClient {
         &self.inner.client
+    }
+
+    /// What the host's client holds now: calls in flight, background tasks (closes,
+    /// refreshes), stdio processes, warm contexts, servers remembered, resends. For
+    /// metrics, and for leak accounting: after [`shutdown`](Self::shutdown), with no call
+    /// in flight, `background_tasks` and `child_processes` are 0.
+    pub fn stats(&self) -> ClientStats {
+        self.inner.client.stats()
     }
 
     /// The bindings this build cannot serve (each needs a cargo feature it lacks): empty
@@ -544,7 +551,7 @@ impl ToolHost {
     ///     .cancel(cancel.clone()) // `cancel.cancel()` ends it with `cancelled`
     ///     .sink(Arc::new(events)); // every tool.progress, then the tool.result
     /// // Owned and `Send + 'static`: it can run on a task of its own.
-    /// let result = tokio::spawn(call.into_future()).await.unwrap();
+    /// let result = call.spawn().await.unwrap();
     /// assert!(matches!(rx.recv().await, Some(ToolEvent::Progress(_) | ToolEvent::Result(_))));
     /// # let _ = result;
     /// # }
@@ -818,7 +825,10 @@ impl ToolHost {
 ///
 /// Awaiting it starts the call on a task of its own (on the current tokio runtime, in the
 /// span current at its first poll), so the future is `Send + 'static`, a few words in
-/// size, and can be spawned, raced or wrapped in `tokio::time::timeout` like any other.
+/// size, and can be raced or wrapped in `tokio::time::timeout` like any other. A
+/// `ToolCall` is [`IntoFuture`], not a future: to run one in the background, call
+/// [`spawn`](Self::spawn) (or hand `call.into_future()` to `tokio::spawn`; `tokio::spawn(call)`
+/// fails with "`ToolCall` is not a future").
 ///
 /// **Dropping the future** once it has been polled, before it is ready, does not lose the
 /// call: the call is
@@ -883,7 +893,7 @@ impl ToolHost {
 ///     .call(CallScope::new("acme", "s1", "c2"), "report", serde_json::json!({}))
 ///     .cancel(session.clone())
 ///     .sink(Arc::new(events));
-/// let running = tokio::spawn(call.into_future());
+/// let running = call.spawn();
 /// assert!(matches!(rx.recv().await, Some(ToolEvent::Progress(_))));
 /// session.cancel();
 /// let result = running.await?;
@@ -924,9 +934,10 @@ impl ToolCall {
     }
 
     /// Ends the call with `timeout` at `deadline`, if that comes before the binding's own
-    /// `timeout_seconds` (which always applies).
-    pub fn deadline(mut self, deadline: Instant) -> Self {
-        self.deadline = Some(deadline);
+    /// `timeout_seconds` (which always applies). Takes tokio's
+    /// [`Instant`](crate::Instant) or the standard library's.
+    pub fn deadline(mut self, deadline: impl Into<Instant>) -> Self {
+        self.deadline = Some(deadline.into());
         self
     }
 
@@ -942,6 +953,19 @@ impl ToolCall {
     pub fn sink(mut self, sink: Arc<dyn EventSink>) -> Self {
         self.sink = sink;
         self
+    }
+
+    /// Runs the call on a task of its own, now, and returns its handle, which resolves to
+    /// the `tool.result` (`tokio::spawn(call)` does not compile: a `ToolCall` is not a
+    /// future but becomes one when awaited; this is `tokio::spawn(call.into_future())`,
+    /// in the current span). Dropping the handle lets the call run to its end (its
+    /// events still reach the sink); [`abort`](tokio::task::JoinHandle::abort) cancels
+    /// it as dropping an awaited call does.
+    ///
+    /// # Panics
+    /// Outside a tokio runtime, as `tokio::spawn` does.
+    pub fn spawn(self) -> tokio::task::JoinHandle<ResultEvent> {
+        tokio::spawn(self.into_future().instrument(tracing::Span::current()))
     }
 }
 

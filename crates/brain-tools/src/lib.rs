@@ -58,7 +58,14 @@
 //! ```
 //!
 //! Where to start, each with an example:
-//! - a call with a deadline and a cancel token, spawned or awaited: [`ToolCall`];
+//! - a call with a deadline and a cancel token, awaited or run in the background with
+//!   [`ToolCall::spawn`] (`tokio::spawn(host.call(..))` does not compile: a `ToolCall`
+//!   becomes a future when awaited): [`ToolCall`];
+//! - before the process exits, [`ToolHost::shutdown`]`(grace)`: closes what calls left
+//!   open and lets a refresh of an OAuth grant in flight reach the credential store; the
+//!   [`Shutdown`] it returns names grants whose tenants may have to authorize again;
+//! - what the host holds now (calls in flight, background tasks, stdio processes, warm
+//!   contexts), for metrics and leak checks: [`ToolHost::stats`];
 //! - where a call's events go, a sink of the host's own: [`EventSink`];
 //! - the client's options (proxy, extra root certificates, a client certificate, era,
 //!   bounds): [`ClientOptions`];
