@@ -42,7 +42,8 @@ const GRACE: Duration = Duration::from_secs(2);
 /// calls in flight (hyper's default, 200, would hold the rest back in the client).
 const MAX_STREAMS: u32 = 4096;
 
-/// A scriptable MCP server on `127.0.0.1:<free port>`, serving the scripted tools over Streamable HTTP.
+/// A scriptable MCP server on `127.0.0.1:<free port>` (or the port of
+/// [`ServerOptions::port`]), serving the scripted tools over Streamable HTTP.
 ///
 /// It owns everything it runs: dropping it stops the server, its connections and its sessions at once;
 /// [`shutdown`](Self::shutdown) does the same gracefully (open streams get a short grace period).
@@ -57,10 +58,11 @@ pub struct TestServer {
 }
 
 impl TestServer {
-    /// Binds `127.0.0.1:0` and starts serving; the server accepts connections when this returns.
+    /// Binds `127.0.0.1` on [`ServerOptions::port`] (0: a free port) and starts serving;
+    /// the server accepts connections when this returns.
     ///
     /// # Errors
-    /// The loopback port cannot be bound.
+    /// The loopback port cannot be bound (a fixed port that is taken).
     pub async fn start(options: ServerOptions) -> std::io::Result<TestServer> {
         let mut kit = Kit::new(
             options.era,
@@ -76,7 +78,7 @@ impl TestServer {
             .map(crate::tls::identity)
             .transpose()
             .map_err(std::io::Error::other)?;
-        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        let listener = TcpListener::bind(("127.0.0.1", options.port)).await?;
         let addr = listener.local_addr()?;
         let (app, sessions) = router(kit.clone(), &options);
         let (acceptor, ca_pem) = identity.map(|i| (i.acceptor, i.ca_pem)).unzip();

@@ -81,7 +81,9 @@ pub struct ServerOptions {
     /// `tools/list` page size; `None` (the default) lists every tool in one page.
     pub page_size: Option<usize>,
     /// Extra generated tools `gen_0000`, `gen_0001`, ... with small distinct input schemas
-    /// (for discovery tests). Each echoes its arguments as JSON text. Default 0.
+    /// (for discovery tests): a required argument `field_NNNN` of its own and, as real
+    /// servers' tools often have, an optional `limit` (an integer with a `minimum`). Each
+    /// echoes its arguments as JSON text. Default 0.
     pub extra_tools: usize,
     /// Protect `/mcp` with bearer tokens, the server acting as its own OAuth
     /// authorization server (client credentials). Default `None`: bearers are recorded,
@@ -91,6 +93,10 @@ pub struct ServerOptions {
     /// ([`TestServer::ca_pem`](crate::TestServer::ca_pem)) for `127.0.0.1` and
     /// `localhost`, offering HTTP/2 by ALPN or not. Default `None`: plain HTTP/1.1.
     pub tls: Option<crate::Tls>,
+    /// The loopback port to listen on; 0 (the default) takes a free one, which tests
+    /// should: a fixed port collides with whatever else runs. A taken port fails
+    /// [`TestServer::start`](crate::TestServer::start).
+    pub port: u16,
     /// In the [`Era::Legacy`] era: hold `server/discover` open and never answer it (as
     /// some servers treat a method they do not know), instead of refusing it with
     /// `-32601`; `initialize` is still answered at once. Default `false`.
@@ -140,6 +146,7 @@ impl Default for ServerOptions {
             extra_tools: 0,
             bearer: None,
             tls: None,
+            port: 0,
             hold_discover: false,
         }
     }

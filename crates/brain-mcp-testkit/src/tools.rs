@@ -230,7 +230,10 @@ fn generated_tool(i: usize) -> Tool {
         format!("Generated tool {i} for discovery tests: echoes its arguments as JSON."),
         schema(json!({
             "type": "object",
-            "properties": {field.clone(): {"type": kind, "description": format!("Argument of {name}.")}},
+            "properties": {
+                field.clone(): {"type": kind, "description": format!("Argument of {name}.")},
+                "limit": {"type": "integer", "minimum": 1, "description": "At most this many results (optional)."}
+            },
             "required": [field]
         })),
     )

@@ -314,6 +314,13 @@ impl fmt::Debug for StdioEndpoint {
 }
 
 impl StdioEndpoint {
+    /// The variables a stdio server inherits from the host unless it inherits the whole
+    /// environment (`inherit_env`): those the official TypeScript and python SDKs pass.
+    /// The rest of the host's environment, other bindings' keys included, stays out
+    /// unless the binding's `env` names it.
+    pub const INHERITED_ENV: &'static [&'static str] =
+        &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
+
     /// A command with arguments, the minimal inherited environment and the host's
     /// working directory.
     pub fn new(

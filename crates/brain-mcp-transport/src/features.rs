@@ -23,23 +23,94 @@ pub(crate) fn missing(kind: ErrorKind, what: &str, feature: &str) -> CallError {
     .retryable_if(false)
 }
 
-/// What a build has (its cargo features), as data: the check below is pure, and its
-/// tests cover every build, whatever features they are compiled with.
-#[derive(Debug, Clone, Copy)]
-struct Built {
-    http: bool,
-    stdio: bool,
-    oauth: bool,
-    oauth_jwt: bool,
+/// What a build can do: the cargo features it was compiled with (`brain-tools` passes its
+/// own through to these, with the same names). [`Features::COMPILED`] is this build's;
+/// [`Features::lacks`] says what a server would need that a build lacks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Features {
+    /// `stdio`: stdio servers.
+    pub stdio: bool,
+    /// `http`: Streamable HTTP servers.
+    pub http: bool,
+    /// `oauth`: OAuth grants for HTTP servers.
+    pub oauth: bool,
+    /// `oauth-jwt`: `private_key_jwt` client authentication.
+    pub oauth_jwt: bool,
+    /// `postgres`: the PostgreSQL credential store.
+    pub postgres: bool,
+    /// `otel`: OpenTelemetry.
+    pub otel: bool,
 }
 
-/// This build.
-const BUILT: Built = Built {
-    http: cfg!(feature = "http"),
-    stdio: cfg!(feature = "stdio"),
-    oauth: cfg!(feature = "oauth"),
-    oauth_jwt: cfg!(feature = "oauth-jwt"),
-};
+/// What a server needs that a build lacks: the cargo feature, and what needs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Lacking {
+    /// The feature, as `Cargo.toml` names it (`stdio`, `http`, `oauth`, `oauth-jwt`).
+    pub feature: &'static str,
+    /// What needs it: `a stdio server`, `an HTTP server`, `an OAuth grant`,
+    /// `private_key_jwt client authentication`.
+    pub what: &'static str,
+}
+
+impl Features {
+    /// This build's features.
+    pub const COMPILED: Features = Features {
+        stdio: cfg!(feature = "stdio"),
+        http: cfg!(feature = "http"),
+        oauth: cfg!(feature = "oauth"),
+        oauth_jwt: cfg!(feature = "oauth-jwt"),
+        postgres: cfg!(feature = "postgres"),
+        otel: cfg!(feature = "otel"),
+    };
+
+    /// The names of the features on, as `Cargo.toml` spells them, e.g.
+    /// `["stdio", "http", "oauth"]`.
+    pub fn names(&self) -> Vec<&'static str> {
+        [
+            (self.stdio, "stdio"),
+            (self.http, "http"),
+            (self.oauth, "oauth"),
+            (self.oauth_jwt, "oauth-jwt"),
+            (self.postgres, "postgres"),
+            (self.otel, "otel"),
+        ]
+        .into_iter()
+        .filter_map(|(on, name)| on.then_some(name))
+        .collect()
+    }
+
+    /// What a build with these features lacks to call a server: a stdio server
+    /// (`stdio`) or an HTTP one, with an OAuth grant of `auth` (its secrets of any type:
+    /// a config's variable names, or the secrets themselves) or without. The transport is
+    /// named first; `None` when nothing is lacking.
+    pub fn lacks<S>(
+        &self,
+        stdio: bool,
+        auth: Option<&brain_tools_auth::McpAuth<S>>,
+    ) -> Option<Lacking> {
+        let lacking = |feature, what| Some(Lacking { feature, what });
+        match stdio {
+            true if !self.stdio => return lacking("stdio", "a stdio server"),
+            false if !self.http => return lacking("http", "an HTTP server"),
+            _ => {}
+        }
+        let auth = auth?;
+        if !self.oauth {
+            return lacking("oauth", "an OAuth grant");
+        }
+        let private_key_jwt = matches!(
+            auth,
+            brain_tools_auth::McpAuth::ClientCredentials(grant)
+                if matches!(grant.authentication, brain_tools_auth::ClientAuthentication::PrivateKeyJwt { .. })
+        );
+        if !self.oauth_jwt && private_key_jwt {
+            return lacking("oauth-jwt", "private_key_jwt client authentication");
+        }
+        None
+    }
+}
 
 /// Whether this build can reach `endpoint` with `authorization`; the error names the
 /// missing feature. Checked where a request becomes a client operation (`call`,
@@ -48,49 +119,28 @@ pub(crate) fn check(
     endpoint: &Endpoint,
     authorization: Option<&Authorization>,
 ) -> Result<(), CallError> {
-    check_in(BUILT, endpoint, authorization)
+    check_in(Features::COMPILED, endpoint, authorization)
 }
 
 fn check_in(
-    built: Built,
+    built: Features,
     endpoint: &Endpoint,
     authorization: Option<&Authorization>,
 ) -> Result<(), CallError> {
-    match endpoint {
-        Endpoint::Http(_) if !built.http => {
-            return Err(missing(ErrorKind::Connect, "an HTTP server", "http"));
+    let stdio = matches!(endpoint, Endpoint::Stdio(_));
+    match built.lacks(
+        stdio,
+        authorization.map(|authorization| &authorization.grant),
+    ) {
+        Some(lacking) => {
+            let kind = match lacking.feature {
+                "stdio" | "http" => ErrorKind::Connect,
+                _ => ErrorKind::AuthorizationFailed,
+            };
+            Err(missing(kind, lacking.what, lacking.feature))
         }
-        Endpoint::Stdio(_) if !built.stdio => {
-            return Err(missing(ErrorKind::Connect, "a stdio server", "stdio"));
-        }
-        _ => {}
+        None => Ok(()),
     }
-    let Some(authorization) = authorization else {
-        return Ok(());
-    };
-    if !built.oauth {
-        return Err(missing(
-            ErrorKind::AuthorizationFailed,
-            "an OAuth grant",
-            "oauth",
-        ));
-    }
-    if !built.oauth_jwt && uses_private_key_jwt(authorization) {
-        return Err(missing(
-            ErrorKind::AuthorizationFailed,
-            "private_key_jwt client authentication",
-            "oauth-jwt",
-        ));
-    }
-    Ok(())
-}
-
-fn uses_private_key_jwt(authorization: &Authorization) -> bool {
-    matches!(
-        &authorization.grant,
-        crate::grant::Grant::ClientCredentials(grant)
-            if matches!(grant.authentication, crate::grant::ClientAuthentication::PrivateKeyJwt { .. })
-    )
 }
 
 #[cfg(test)]
@@ -101,27 +151,33 @@ mod tests {
         secret::Secret,
     };
 
-    const FULL: Built = Built {
+    const FULL: Features = Features {
         http: true,
         stdio: true,
         oauth: true,
         oauth_jwt: true,
+        postgres: true,
+        otel: true,
     };
     /// The default build: no `oauth-jwt`.
-    const DEFAULT: Built = Built {
+    const DEFAULT: Features = Features {
         oauth_jwt: false,
         ..FULL
     };
-    const STDIO_ONLY: Built = Built {
+    const STDIO_ONLY: Features = Features {
         http: false,
         stdio: true,
         oauth: false,
         oauth_jwt: false,
+        postgres: false,
+        otel: false,
     };
-    const HTTP_ONLY: Built = Built {
+    const HTTP_ONLY: Features = Features {
         stdio: false,
         oauth: false,
         oauth_jwt: false,
+        postgres: false,
+        otel: false,
         ..FULL
     };
 
@@ -149,7 +205,7 @@ mod tests {
     /// `kind: message` of the refusal, `None` when the build can make the call; every
     /// refusal is `not_sent`.
     fn check(
-        built: Built,
+        built: Features,
         endpoint: &Endpoint,
         authorization: Option<&Authorization>,
     ) -> Option<String> {
@@ -215,14 +271,46 @@ mod tests {
         }
     }
 
+    /// A host asks before any call: what a config's server (its secrets still variable
+    /// names) needs that a build lacks, and which features a build has.
+    #[test]
+    fn what_a_server_needs_is_asked_of_a_build_by_name() {
+        let config_auth =
+            brain_tools_auth::McpAuth::ClientCredentials(brain_tools_auth::ClientCredentials::new(
+                "client",
+                brain_tools_auth::ClientAuthentication::PrivateKeyJwt {
+                    key: "KEY_ENV".to_owned(),
+                    algorithm: SigningAlgorithm::Es256,
+                },
+            ));
+        let lacks = |built: Features, stdio: bool, auth| {
+            built.lacks(stdio, auth).map(|lacking| lacking.feature)
+        };
+        assert_eq!(lacks(HTTP_ONLY, true, None), Some("stdio"));
+        assert_eq!(lacks(STDIO_ONLY, false, None), Some("http"));
+        assert_eq!(lacks(HTTP_ONLY, false, Some(&config_auth)), Some("oauth"));
+        assert_eq!(lacks(DEFAULT, false, Some(&config_auth)), Some("oauth-jwt"));
+        assert_eq!(lacks(FULL, false, Some(&config_auth)), None);
+        assert_eq!(
+            HTTP_ONLY.lacks(true, None::<&Grant>).map(|l| l.what),
+            Some("a stdio server")
+        );
+        assert_eq!(
+            FULL.names(),
+            ["stdio", "http", "oauth", "oauth-jwt", "postgres", "otel"]
+        );
+        assert_eq!(HTTP_ONLY.names(), ["http"]);
+        assert_eq!(Features::COMPILED.stdio, cfg!(feature = "stdio"));
+    }
+
     #[test]
     fn this_build_is_what_its_features_say() {
         assert_eq!(
-            check(BUILT, &http(), None).is_none(),
+            check(Features::COMPILED, &http(), None).is_none(),
             cfg!(feature = "http")
         );
         assert_eq!(
-            check(BUILT, &stdio(), None).is_none(),
+            check(Features::COMPILED, &stdio(), None).is_none(),
             cfg!(feature = "stdio")
         );
     }

@@ -35,7 +35,9 @@
 //! `PostgresCredentialStore`; `otel`: OpenTelemetry. A call whose endpoint or grant needs
 //! a feature this build lacks fails before anything is sent (`not_sent`, kind `connect`
 //! for a transport, `authorization_failed` for a grant), its message naming the feature.
-//! The README's "Cargo features" has the table and the dependency counts.
+//! [`Features::COMPILED`] says what this build has, and [`Features::lacks`] what a server
+//! would need that it lacks. The README's "Cargo features" has the table and the
+//! dependency counts.
 //!
 //! What this crate is not: it knows nothing of which tenant may use what, schemas or
 //! events (that is `brain-tools`; here a tenant only keys its OAuth grants), and it is not
@@ -103,6 +105,7 @@ pub use client::ExportHttpClient;
 pub use client::{ClientBuildError, ClientOptions, ClientStats, McpClient, Shutdown};
 pub use endpoint::{Endpoint, HttpEndpoint, StdioEndpoint};
 pub use error::{CallError, Delivery, ErrorKind};
+pub use features::{Features, Lacking};
 pub use grant::{
     Authorization, AuthorizationCodeGrant, ClientAuthentication, ClientCredentialsGrant,
     DEFAULT_REDIRECT_URI, EnterpriseGrant, Grant, SecretMethod, SigningAlgorithm,

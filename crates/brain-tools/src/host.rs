@@ -14,10 +14,11 @@ use std::{
 };
 
 use brain_mcp_transport::{
-    Authorization, CallError, CallReport, CallRequest, ClientBuildError, ClientOptions, Endpoint,
-    Era, Grant, McpClient, PROGRESS_QUEUE, Progress, ProgressReceiver, Secret, progress_channel,
+    Authorization, CallError, CallReport, CallRequest, ClientBuildError, ClientOptions,
+    ClientStats, Endpoint, Era, Features, Grant, Lacking, McpClient, PROGRESS_QUEUE, Progress,
+    ProgressReceiver, Secret, progress_channel,
 };
-use brain_tools_config::{HostConfig, JsonObject, McpEra, McpServer, Target, ToolBinding};
+use brain_tools_config::{HostConfig, JsonObject, McpAuth, McpEra, McpServer, Target, ToolBinding};
 use brain_tools_events::{
     CallHeader, Delivery, ErrorKind, McpResult, ResultContent, ResultEvent, ToolError, ToolEvent,
 };
@@ -90,6 +91,69 @@ pub enum BuildError {
     /// The MCP client could not be built (its TLS setup failed).
     #[error(transparent)]
     Client(#[from] ClientBuildError),
+    /// Bindings this build cannot serve: each needs a cargo feature it was compiled
+    /// without (a stdio binding in an `http`-only build). Every call of theirs would fail;
+    /// [`ToolHostBuilder::allow_unsupported`] builds the host all the same.
+    #[error("{}", unsupported_message(.0))]
+    Unsupported(Vec<Unsupported>),
+}
+
+/// A binding this build cannot serve: a server or grant that needs a cargo feature the
+/// build lacks ([`Features`](crate::Features) says which it has).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Unsupported {
+    /// The binding's index in the config's `tools`.
+    pub index: usize,
+    /// Its name.
+    pub name: String,
+    /// What it needs, and the feature.
+    pub lacking: Lacking,
+}
+
+impl fmt::Display for Unsupported {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "tools[{}] ({}): {} needs the cargo feature `{}` of brain-tools, which this build lacks",
+            self.index, self.name, self.lacking.what, self.lacking.feature
+        )
+    }
+}
+
+fn unsupported_message(unsupported: &[Unsupported]) -> String {
+    let lines: Vec<String> = unsupported.iter().map(ToString::to_string).collect();
+    format!(
+        "this build cannot serve {} binding{} (its features: {}): {}",
+        unsupported.len(),
+        if unsupported.len() == 1 { "" } else { "s" },
+        Features::COMPILED.names().join(", "),
+        lines.join("; ")
+    )
+}
+
+/// The bindings of `config` that `built` cannot serve.
+fn unsupported(config: &HostConfig, built: Features) -> Vec<Unsupported> {
+    config
+        .tools
+        .iter()
+        .enumerate()
+        .filter_map(|(index, binding)| {
+            let lacking = match &binding.target {
+                Target::Mcp(mcp) => match &mcp.server {
+                    McpServer::Stdio(_) => built.lacks(true, None::<&McpAuth>),
+                    McpServer::Http { auth, .. } => built.lacks(false, auth.as_ref()),
+                    _ => None,
+                },
+                _ => None,
+            }?;
+            Some(Unsupported {
+                index,
+                name: binding.name.clone(),
+                lacking,
+            })
+        })
+        .collect()
 }
 
 type TokenSource = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
@@ -104,6 +168,7 @@ pub struct ToolHostBuilder {
     store_flags: Option<String>,
     record_tenant: bool,
     record_sizes: bool,
+    allow_unsupported: bool,
 }
 
 impl fmt::Debug for ToolHostBuilder {
@@ -331,15 +396,30 @@ impl ToolHostBuilder {
         self
     }
 
+    /// Builds the host even when some bindings need cargo features this build lacks
+    /// (default: [`build`](Self::build) refuses them). Their calls then fail before
+    /// anything is sent (`not_sent`, the message naming the feature), and
+    /// [`ToolHost::unsupported`] lists them: leave them out of what the model sees.
+    pub fn allow_unsupported(mut self, allow: bool) -> Self {
+        self.allow_unsupported = allow;
+        self
+    }
+
     /// Compiles the policy and builds the host. With the `otel` feature, the host's
     /// metrics are made on the global meter provider as it is now: set yours first.
     ///
     /// # Errors
     /// [`BuildError::Policy`] when a binding's schema does not compile (a config loaded
-    /// from JSON has none such); [`BuildError::Client`] when no client was given and the
-    /// default one cannot be built (its TLS setup failed).
+    /// from JSON has none such); [`BuildError::Unsupported`] when bindings need cargo
+    /// features this build lacks (a stdio server in an `http`-only build; see
+    /// [`allow_unsupported`](Self::allow_unsupported)); [`BuildError::Client`] when no
+    /// client was given and the default one cannot be built (its TLS setup failed).
     pub fn build(self) -> Result<ToolHost, BuildError> {
         let policy = Policy::new(&self.config)?;
+        let unsupported = unsupported(&self.config, Features::COMPILED);
+        if !unsupported.is_empty() && !self.allow_unsupported {
+            return Err(BuildError::Unsupported(unsupported));
+        }
         let telemetry = Telemetry::new(&self.config, self.record_tenant, self.record_sizes);
         let param_headers = self
             .config
@@ -363,6 +443,7 @@ impl ToolHostBuilder {
                     .unwrap_or_else(|| UNNAMED_CONFIG.to_owned()),
                 store_flags: self.store_flags.unwrap_or_default(),
                 telemetry,
+                unsupported,
             }),
         })
     }
@@ -387,6 +468,8 @@ struct Inner {
     store_flags: String,
     /// The span of a call, and the call metrics.
     telemetry: Telemetry,
+    /// The bindings this build cannot serve (built with `allow_unsupported`).
+    unsupported: Vec<Unsupported>,
 }
 
 impl fmt::Debug for ToolHost {
@@ -419,13 +502,29 @@ impl ToolHost {
             store_flags: None,
             record_tenant: true,
             record_sizes: false,
+            allow_unsupported: false,
         }
     }
 
-    /// The MCP client the host uses (its [`stats`](McpClient::stats), for leak
-    /// accounting and metrics).
+    /// The MCP client the host uses (to share with another host, or for discovery).
     pub fn client(&self) -> &McpClient {
         &self.inner.client
+    }
+
+    /// What the host's client holds now: calls in flight, background tasks (closes,
+    /// refreshes), stdio processes, warm contexts, servers remembered, resends. For
+    /// metrics, and for leak accounting: after [`shutdown`](Self::shutdown), with no call
+    /// in flight, `background_tasks` and `child_processes` are 0.
+    pub fn stats(&self) -> ClientStats {
+        self.inner.client.stats()
+    }
+
+    /// The bindings this build cannot serve (each needs a cargo feature it lacks): empty
+    /// unless the host was built with
+    /// [`allow_unsupported`](ToolHostBuilder::allow_unsupported). Their calls fail
+    /// `not_sent`.
+    pub fn unsupported(&self) -> &[Unsupported] {
+        &self.inner.unsupported
     }
 
     /// Ends what the host's client runs in the background, before the process exits:
@@ -467,7 +566,7 @@ impl ToolHost {
     ///     .cancel(cancel.clone()) // `cancel.cancel()` ends it with `cancelled`
     ///     .sink(Arc::new(events)); // every tool.progress, then the tool.result
     /// // Owned and `Send + 'static`: it can run on a task of its own.
-    /// let result = tokio::spawn(call.into_future()).await.unwrap();
+    /// let result = call.spawn().await.unwrap();
     /// assert!(matches!(rx.recv().await, Some(ToolEvent::Progress(_) | ToolEvent::Result(_))));
     /// # let _ = result;
     /// # }
@@ -777,7 +876,10 @@ impl ToolHost {
 ///
 /// Awaiting it starts the call on a task of its own (on the current tokio runtime, in the
 /// span current at its first poll), so the future is `Send + 'static`, a few words in
-/// size, and can be spawned, raced or wrapped in `tokio::time::timeout` like any other.
+/// size, and can be raced or wrapped in `tokio::time::timeout` like any other. A
+/// `ToolCall` is [`IntoFuture`], not a future: to run one in the background, call
+/// [`spawn`](Self::spawn) (or hand `call.into_future()` to `tokio::spawn`; `tokio::spawn(call)`
+/// fails with "`ToolCall` is not a future").
 ///
 /// **Dropping the future** once it has been polled, before it is ready, does not lose the
 /// call: the call is
@@ -842,7 +944,7 @@ impl ToolHost {
 ///     .call(CallScope::new("acme", "s1", "c2"), "report", serde_json::json!({}))
 ///     .cancel(session.clone())
 ///     .sink(Arc::new(events));
-/// let running = tokio::spawn(call.into_future());
+/// let running = call.spawn();
 /// assert!(matches!(rx.recv().await, Some(ToolEvent::Progress(_))));
 /// session.cancel();
 /// let result = running.await?;
@@ -894,9 +996,10 @@ impl ToolCall {
     }
 
     /// Ends the call with `timeout` at `deadline`, if that comes before the binding's own
-    /// `timeout_seconds` (which always applies).
-    pub fn deadline(mut self, deadline: Instant) -> Self {
-        self.deadline = Some((deadline, None));
+    /// `timeout_seconds` (which always applies). Takes tokio's
+    /// [`Instant`](crate::Instant) or the standard library's.
+    pub fn deadline(mut self, deadline: impl Into<Instant>) -> Self {
+        self.deadline = Some((deadline.into(), None));
         self
     }
 
@@ -925,6 +1028,19 @@ impl ToolCall {
     pub fn mcp_result(mut self) -> Self {
         self.mcp_result = true;
         self
+    }
+
+    /// Runs the call on a task of its own, now, and returns its handle, which resolves to
+    /// the `tool.result` (`tokio::spawn(call)` does not compile: a `ToolCall` is not a
+    /// future but becomes one when awaited; this is `tokio::spawn(call.into_future())`,
+    /// in the current span). Dropping the handle lets the call run to its end (its
+    /// events still reach the sink); [`abort`](tokio::task::JoinHandle::abort) cancels
+    /// it as dropping an awaited call does.
+    ///
+    /// # Panics
+    /// Outside a tokio runtime, as `tokio::spawn` does.
+    pub fn spawn(self) -> tokio::task::JoinHandle<ResultEvent> {
+        tokio::spawn(self.into_future().instrument(tracing::Span::current()))
     }
 }
 
@@ -1385,6 +1501,68 @@ mod tests {
         );
         let result = future.await;
         assert_eq!(result.error.unwrap().kind, ErrorKind::UnknownTool);
+    }
+
+    /// A stdio binding, an HTTP one, one with an OAuth grant and one whose grant signs
+    /// with a private key, checked against an `http`-only build and this one.
+    #[test]
+    fn bindings_a_build_cannot_serve_are_named_with_their_feature() {
+        let loaded = HostConfig::from_json_value_with_env(
+            &json!({"tools": [
+                {"name": "files", "input_schema": {"type": "object"}, "mcp_tool": "read",
+                 "tenants": ["t"], "command": {"program": "files-server"}},
+                {"name": "search", "input_schema": {"type": "object"}, "mcp_tool": "search",
+                 "tenants": ["t"], "url": "https://h.example/mcp"},
+                {"name": "crm", "input_schema": {"type": "object"}, "mcp_tool": "crm",
+                 "tenants": ["t"], "url": "https://crm.example/mcp",
+                 "auth": {"type": "client_credentials", "client_id": "c", "client_secret_env": "S",
+                          "issuer": "https://id.example"}},
+                {"name": "ledger", "input_schema": {"type": "object"}, "mcp_tool": "ledger",
+                 "tenants": ["t"], "url": "https://ledger.example/mcp",
+                 "auth": {"type": "client_credentials", "client_id": "c",
+                          "token_endpoint_auth_method": "private_key_jwt", "private_key_env": "K",
+                          "issuer": "https://id.example"}}
+            ]}),
+            |_| true,
+        )
+        .unwrap();
+        let mut http_only = Features::COMPILED;
+        (
+            http_only.stdio,
+            http_only.http,
+            http_only.oauth,
+            http_only.oauth_jwt,
+        ) = (false, true, false, false);
+        let found: Vec<String> = unsupported(&loaded.config, http_only)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        insta::assert_snapshot!(found.join("\n"));
+        let mut default = http_only;
+        (default.stdio, default.oauth) = (true, true);
+        let found = unsupported(&loaded.config, default);
+        assert_eq!(found.len(), 1);
+        assert_eq!(
+            (found[0].name.as_str(), found[0].lacking.feature),
+            ("ledger", "oauth-jwt")
+        );
+
+        // This build: refused exactly when it lacks what they need, or built anyway.
+        let lacking = unsupported(&loaded.config, Features::COMPILED);
+        match ToolHost::new(&loaded.config) {
+            Ok(host) => assert!(lacking.is_empty() && host.unsupported().is_empty()),
+            Err(BuildError::Unsupported(refused)) => {
+                assert_eq!(refused, lacking);
+                let message = BuildError::Unsupported(refused).to_string();
+                assert!(message.starts_with("this build cannot serve "), "{message}");
+            }
+            Err(other) => panic!("{other}"),
+        }
+        let host = ToolHost::builder(loaded.config.clone())
+            .allow_unsupported(true)
+            .build()
+            .unwrap();
+        assert_eq!(host.unsupported(), lacking);
     }
 
     #[test]

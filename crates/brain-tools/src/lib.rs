@@ -36,7 +36,10 @@
 //! (one crypto provider, ring). Not default: `oauth-jwt` (`private_key_jwt`; adds
 //! aws-lc-rs), `postgres`, `otel`. A binding that needs a feature this build lacks gets a
 //! `tool.result` error before anything is sent (`not_sent`; kind `connect` for a
-//! transport, `authorization_failed` for a grant), its message naming the feature. See the
+//! transport, `authorization_failed` for a grant), its message naming the feature, and
+//! [`ToolHostBuilder::build`] refuses a config with such bindings
+//! ([`BuildError::Unsupported`], naming each; [`ToolHostBuilder::allow_unsupported`]
+//! builds anyway). [`Features::COMPILED`] says which features this build has. See the
 //! README's "Cargo features".
 //!
 //! ```no_run
@@ -55,7 +58,14 @@
 //! ```
 //!
 //! Where to start, each with an example:
-//! - a call with a deadline and a cancel token, spawned or awaited: [`ToolCall`];
+//! - a call with a deadline and a cancel token, awaited or run in the background with
+//!   [`ToolCall::spawn`] (`tokio::spawn(host.call(..))` does not compile: a `ToolCall`
+//!   becomes a future when awaited): [`ToolCall`];
+//! - before the process exits, [`ToolHost::shutdown`]`(grace)`: closes what calls left
+//!   open and lets a refresh of an OAuth grant in flight reach the credential store; the
+//!   [`Shutdown`] it returns names grants whose tenants may have to authorize again;
+//! - what the host holds now (calls in flight, background tasks, stdio processes, warm
+//!   contexts), for metrics and leak checks: [`ToolHost::stats`];
 //! - where a call's events go, a sink of the host's own: [`EventSink`];
 //! - the client's options (proxy, extra root certificates, a client certificate, era,
 //!   bounds): [`ClientOptions`];
@@ -80,6 +90,7 @@ pub use bindings::{Bound, GrantError, bind_discovered, endpoint_of, grant_of};
 pub use executor::{HttpToolCall, HttpToolExecutor, HttpToolOutput};
 pub use host::{
     BuildError, CallScope, ModelTool, ToolCall, ToolCallFuture, ToolHost, ToolHostBuilder,
+    Unsupported,
 };
 pub use sink::EventSink;
 
@@ -92,11 +103,12 @@ pub use brain_mcp_transport::{
     Authorization, AuthorizationCodeGrant, AuthorizationPrompt, Authorizer, CallError,
     ClientAuthentication, ClientBuildError, ClientCredentialsGrant, ClientOptions, ClientStats,
     CredentialStore, DEFAULT_DISCOVERY_BYTES, DEFAULT_REDIRECT_URI, DiscoveredTool, Discovery,
-    DiscoveryRequest, Endpoint, EnterpriseGrant, Era, EraPreference, FileCredentialStore, Grant,
-    GrantKey, GrantStatus, HostAuthError, HttpEndpoint, IdentityTokenProvider, MAX_AUTHORIZATIONS,
-    McpClient, MemoryCredentialStore, PROGRESS_QUEUE, Progress, ProgressReceiver, ProgressSender,
-    Secret, SecretMethod, ServerRequestPolicy, Shutdown, SigningAlgorithm, StdioEndpoint,
-    StoreError, StoredGrant, StoredGrantSummary, WorkloadIdentityGrant, progress_channel,
+    DiscoveryRequest, Endpoint, EnterpriseGrant, Era, EraPreference, Features, FileCredentialStore,
+    Grant, GrantKey, GrantStatus, HostAuthError, HttpEndpoint, IdentityTokenProvider, Lacking,
+    MAX_AUTHORIZATIONS, McpClient, MemoryCredentialStore, PROGRESS_QUEUE, Progress,
+    ProgressReceiver, ProgressSender, Secret, SecretMethod, ServerRequestPolicy, Shutdown,
+    SigningAlgorithm, StdioEndpoint, StoreError, StoredGrant, StoredGrantSummary,
+    WorkloadIdentityGrant, progress_channel,
 };
 pub use brain_mcp_transport::{CallOutcome, CallRequest, JsonObject};
 // The credential store contract, for a host that implements its own store.

@@ -2290,6 +2290,10 @@ row_tests! {
     r110 = 110,
     r111 = 111,
     r112 = 112,
+    r113 = 113,
+    r114 = 114,
+    r115 = 115,
+    r116 = 116,
 }
 
 /// Builds the testkit binaries once per test run.

@@ -204,7 +204,8 @@ async fn a_failed_call_says_what_happened_and_whether_a_retry_is_safe() {
     assert_eq!(error["retryable"], false);
     let text = invalid.result["content"][0]["text"].as_str().unwrap();
     assert!(
-        text.contains("it did not run") && text.contains("call it again only with arguments that fix this"),
+        text.contains("it did not run")
+            && text.contains("call it again only with arguments that fix this"),
         "{text}"
     );
     assert_eq!(running.upstream.counters().method("tools/call"), 0);

@@ -1,6 +1,13 @@
-//! `brain-mcp-testkit-http`: runs a testkit `TestServer` until stdin closes or SIGTERM/SIGINT, for demos and benchmarks.
+//! `brain-mcp-testkit-http`: runs a testkit `TestServer` for demos, benchmarks and trying a
+//! host by hand, until SIGTERM or SIGINT (Ctrl-C), or until its stdin closes: a parent
+//! that runs it with a pipe on stdin ends it by ending, and so does a shell that starts it
+//! in the background with stdin from `/dev/null` (at once). To run it in the background,
+//! pass `--ignore-stdin-close` (then stop it with SIGTERM), or keep stdin open
+//! (`tail -f /dev/null | brain-mcp-testkit-http &`).
 //!
-//! Flags: `--era legacy|modern|both`, `--no-nodelay`, `--json-response`, `--page-size N`, `--extra-tools N`,
+//! Flags: `--port N` (listen on `127.0.0.1:N`; default a free port, which `LISTENING` names),
+//! `--ignore-stdin-close` (run until a signal only), `--era legacy|modern|both`, `--no-nodelay`,
+//! `--json-response`, `--page-size N`, `--extra-tools N`,
 //! `--no-call-details` (do not keep every call's `_meta` and headers), `--protected` (bearers
 //! required on `/mcp`; the server is its own authorization server for the client credentials
 //! grant of client `testkit-client`, whose secret is `$TESTKIT_CLIENT_SECRET`; the token in
@@ -14,8 +21,10 @@ use std::process::ExitCode;
 use brain_mcp_testkit::{BearerOptions, ServerOptions, TestServer};
 use tokio::io::AsyncReadExt;
 
-const USAGE: &str = "usage: brain-mcp-testkit-http [--era legacy|modern|both] [--no-nodelay] [--json-response] \
-[--page-size N] [--extra-tools N] [--no-call-details] [--protected] [--tls h1|h2 --ca-out PATH] [--hold-discover]";
+const USAGE: &str = "usage: brain-mcp-testkit-http [--port N] [--ignore-stdin-close] [--era legacy|modern|both] \
+[--no-nodelay] [--json-response] [--page-size N] [--extra-tools N] [--no-call-details] [--protected] \
+[--tls h1|h2 --ca-out PATH] [--hold-discover]
+Runs until SIGTERM, SIGINT or (without --ignore-stdin-close) its stdin closes; prints LISTENING <url>.";
 
 fn main() -> ExitCode {
     match run() {
@@ -37,6 +46,7 @@ fn run() -> Result<(), String> {
     let mut options = ServerOptions::default();
     let mut call_details = true;
     let mut ca_out = None;
+    let mut watch_stdin = true;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -44,6 +54,13 @@ fn run() -> Result<(), String> {
                 let era = args.next().ok_or("--era needs a value")?;
                 options.era = era.parse()?;
             }
+            "--port" => {
+                let raw = args.next().ok_or("--port needs a value")?;
+                options.port = raw
+                    .parse()
+                    .map_err(|_| format!("--port needs a port number (0 to 65535), not {raw:?}"))?;
+            }
+            "--ignore-stdin-close" => watch_stdin = false,
             "--no-nodelay" => options.tcp_nodelay = false,
             "--hold-discover" => options.hold_discover = true,
             "--json-response" => options.json_response = true,
@@ -80,9 +97,14 @@ fn run() -> Result<(), String> {
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
     runtime.block_on(async {
-        let server = TestServer::start(options)
-            .await
-            .map_err(|e| format!("cannot start: {e}"))?;
+        let port = options.port;
+        let server = TestServer::start(options).await.map_err(|e| {
+            if port == 0 {
+                format!("cannot start: {e}")
+            } else {
+                format!("cannot listen on 127.0.0.1:{port}: {e}")
+            }
+        })?;
         server.record_call_details(call_details);
         if let (Some(path), Some(pem)) = (&ca_out, server.ca_pem()) {
             std::fs::write(path, pem).map_err(|e| format!("cannot write {path}: {e}"))?;
@@ -91,6 +113,9 @@ fn run() -> Result<(), String> {
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
             .map_err(|e| format!("cannot watch SIGTERM: {e}"))?;
         let stdin_closed = async {
+            if !watch_stdin {
+                return std::future::pending().await;
+            }
             let mut stdin = tokio::io::stdin();
             let mut buf = [0u8; 1024];
             while matches!(stdin.read(&mut buf).await, Ok(n) if n > 0) {}

@@ -4,6 +4,7 @@ mod auth;
 mod calls;
 mod concurrency;
 mod errors;
+mod host_api;
 mod messages;
 #[cfg(feature = "otel")]
 mod otel;

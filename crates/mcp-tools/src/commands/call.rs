@@ -12,7 +12,7 @@ use crate::{
     cli::{CallArgs, Format},
     runtime::{
         client::{self, era},
-        config,
+        config::{self, Warn},
         exit::{Exit, Outcome},
         logs::color_allowed,
         output::{
@@ -42,7 +42,7 @@ fn style(format: Format, stdout_is_terminal: bool, stderr_is_terminal: bool) -> 
 pub(crate) async fn run(args: CallArgs, signals: Signals) -> Outcome {
     let arguments: serde_json::Value = serde_json::from_str(&args.args)
         .map_err(|error| Exit::Usage(format!("--args is not JSON: {error}")))?;
-    let loaded = config::load(&args.config)?;
+    let loaded = config::load(&args.config, Warn::Binding(&args.tool))?;
     let timeout = call_timeout(&loaded.config, &args.tool, args.timeout)?;
     let options = ClientOptions::default()
         .era(era(args.era))
@@ -54,10 +54,13 @@ pub(crate) async fn run(args: CallArgs, signals: Signals) -> Outcome {
         })
     };
     let client = client::build(options, login)?;
+    // A binding this build cannot serve fails when it is called (naming the feature), not
+    // a call of another binding.
     let host = ToolHost::builder(loaded.config)
         .client(client.clone())
         .config_path(args.config.display().to_string())
         .store_flags(shell::store_flags(&args.store))
+        .allow_unsupported(true)
         .build()
         .map_err(|error| Exit::Failed(error.to_string()))?;
     let call_id = args.call.unwrap_or_else(|| {

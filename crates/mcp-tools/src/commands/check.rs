@@ -10,21 +10,22 @@ use crate::{
     runtime::{
         auth,
         client::{self, discovery_failure, endpoint, token},
-        config,
+        config::{self, Warn},
         diff::diff,
         exit::{Exit, Outcome},
         models,
         output::{
             escape::{escape, redacted_url},
-            out, outln,
+            fit, out, outln,
             progress::Spinner,
         },
-        shell, store,
+        shell, stdio, store,
     },
 };
 
 pub(crate) async fn run(args: CheckArgs) -> Outcome {
-    let loaded = config::load(&args.config)?;
+    let loaded = config::load(&args.config, Warn::All)?;
+    relative_paths(&loaded);
     let tools = loaded.config.tools.len();
     let live = if args.live {
         live(&args, &loaded).await
@@ -46,6 +47,25 @@ pub(crate) async fn run(args: CheckArgs) -> Outcome {
     live.and(models)
 }
 
+/// Warns (stderr) of each stdio binding whose command names relative paths without a
+/// `cwd`: it works only when the host runs in the right folder.
+fn relative_paths(loaded: &Loaded) {
+    let Ok(here) = std::env::current_dir() else {
+        return;
+    };
+    for (index, binding) in loaded.config.tools.iter().enumerate() {
+        if let Some(McpServer::Stdio(command)) = binding.mcp().map(|mcp| &mcp.server)
+            && let Some(warning) = stdio::relative_without_cwd(command, &here, |path| path.exists())
+        {
+            eprintln!(
+                "warning: tools[{index}] ({}).command: {}",
+                binding.name,
+                escape(&warning, false)
+            );
+        }
+    }
+}
+
 /// `--models`: the report on stdout; with `--strict`, any finding fails the check.
 fn check_models(args: &CheckArgs, loaded: &Loaded) -> Outcome {
     if args.models.is_empty() {
@@ -53,7 +73,7 @@ fn check_models(args: &CheckArgs, loaded: &Loaded) -> Outcome {
     }
     let report = models::check(&loaded.config.tools, &args.models, |_| true);
     match args.format {
-        ReportFormat::Human => out!("{}", report.render()),
+        ReportFormat::Human => out!("{}", report.render(fit::columns(std::io::stdout()))),
         ReportFormat::Json => out!("{}", report.to_json()),
     }
     if args.strict && !report.is_empty() {
@@ -237,10 +257,18 @@ async fn live(args: &CheckArgs, loaded: &Loaded) -> Outcome {
         let found = match found {
             Ok(found) => found,
             Err(error) => {
-                report(
-                    &bindings,
-                    &discovery_failure(&error, args.limits.discovery_timeout),
-                );
+                let failure = discovery_failure(&error, args.limits.discovery_timeout);
+                report(&bindings, &failure);
+                if let McpServer::Stdio(command) = server {
+                    for name in stdio::not_passed(&failure, command, |name| {
+                        std::env::var_os(name).is_some()
+                    }) {
+                        outln!(
+                            "  {}",
+                            stdio::not_passed_hint(&name, stdio::Passing::Binding)
+                        );
+                    }
+                }
                 differences += bindings.len();
                 continue;
             }

@@ -9,12 +9,12 @@ use crate::{
     runtime::{
         auth,
         client::{self, discovery_failure, endpoint, era, token},
-        config,
+        config::{self, Warn},
         exit::{Exit, Outcome},
         merge, models,
         output::{
             escape::{escape, redacted_url},
-            json, out, outln,
+            fit, json, out, outln,
             progress::Spinner,
         },
         shell, stdio, store,
@@ -88,7 +88,7 @@ fn server(args: &DiscoverArgs) -> Result<(McpServer, Option<String>), Exit> {
             Ok((McpServer::Stdio(command), None))
         }
         (None, None, Some(config), Some(tool)) => {
-            let loaded = config::load(config)?;
+            let loaded = config::load(config, Warn::Binding(tool))?;
             let binding = config::find_binding(&loaded.config.tools, tool, config)?;
             let Some(mcp) = binding.mcp() else {
                 return Err(Exit::Failed(format!(
@@ -151,13 +151,19 @@ pub(crate) async fn run(args: DiscoverArgs) -> Outcome {
         Ok(found) => found,
         Err(error) => {
             // Say so at the deadline; closing gets a short grace after that.
-            eprintln!(
-                "mcp-tools: {}",
-                escape(
-                    &discovery_failure(&error, args.limits.discovery_timeout),
-                    false
-                )
-            );
+            let failure = discovery_failure(&error, args.limits.discovery_timeout);
+            eprintln!("mcp-tools: {}", escape(&failure, false));
+            if let McpServer::Stdio(command) = &server {
+                let how = match args.command {
+                    Some(_) => stdio::Passing::Flag,
+                    None => stdio::Passing::Binding,
+                };
+                for name in
+                    stdio::not_passed(&failure, command, |name| std::env::var_os(name).is_some())
+                {
+                    eprintln!("mcp-tools: {}", stdio::not_passed_hint(&name, how));
+                }
+            }
             if error.kind() == ErrorKind::AuthorizationRequired
                 && let Some(flags) = &login_flags
             {
@@ -269,7 +275,7 @@ fn models(
         return Ok(());
     }
     let report = models::check(bindings, &args.models, reported);
-    eprint!("{}", report.render());
+    eprint!("{}", report.render(fit::columns(std::io::stderr())));
     if args.strict && !report.is_empty() {
         return Err(Exit::Failed(format!(
             "{} (--strict): nothing {}",

@@ -38,7 +38,7 @@ pub(crate) async fn run(args: ServeArgs, signals: Signals) -> Outcome {
     let Some(path) = &args.config else {
         return Err(Exit::Usage("--config is required".into()));
     };
-    let loaded = config::load(path)?;
+    let loaded = config::load(path, config::Warn::All)?;
     let store = store::for_calls(&args.store);
     let options = ClientOptions::default()
         .era(era(args.era))

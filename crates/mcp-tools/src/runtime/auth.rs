@@ -19,7 +19,11 @@ use tokio::{
 
 use crate::{
     cli::GrantTarget,
-    runtime::{config, exit::Exit, output::escape},
+    runtime::{
+        config::{self, Warn},
+        exit::Exit,
+        output::escape,
+    },
 };
 
 /// A protected server as a command sees it.
@@ -78,7 +82,7 @@ pub(crate) fn parse_auth(text: &str) -> Result<McpAuth, Exit> {
 pub(crate) fn target(args: &GrantTarget) -> Result<Protected, Exit> {
     match (&args.config, &args.tool, &args.url, &args.auth) {
         (Some(config), Some(tool), None, None) => {
-            let loaded = config::load(config)?;
+            let loaded = config::load(config, Warn::Binding(tool))?;
             let binding = config::find_binding(&loaded.config.tools, tool, config)?;
             let Some(McpServer::Http { url, auth, .. }) = binding.mcp().map(|mcp| &mcp.server)
             else {

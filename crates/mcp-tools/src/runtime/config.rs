@@ -4,9 +4,9 @@
 
 use std::{io::Read, path::Path};
 
-use brain_tools_config::{HostConfig, Loaded, ToolBinding};
+use brain_tools_config::{HostConfig, Loaded, ToolBinding, Warning};
 
-use crate::runtime::exit::Exit;
+use crate::runtime::{exit::Exit, output::bindings_named};
 
 /// The largest host config read (64 MiB, the bound the config loader applies); a larger
 /// file is refused after reading one byte past it, so `--config /dev/zero` fails at once
@@ -44,14 +44,25 @@ fn read_existing(path: &Path) -> Result<Vec<u8>, Exit> {
         .ok_or_else(|| Exit::Failed(format!("cannot read {}: no such file", path.display())))
 }
 
+/// Which of a config's warnings a command prints.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Warn<'a> {
+    /// Every one (`check`): a warning several bindings share (one unset variable) once,
+    /// naming them.
+    All,
+    /// Those of the binding the command is about (`call`, a login, a listing), and of
+    /// the config as a whole: a warning about another binding is not this command's.
+    Binding(&'a str),
+}
+
 /// Reads (at most [`MAX_CONFIG_BYTES`]) and validates a host config; prints every
-/// problem (and warning) on stderr.
-pub(crate) fn load(path: &Path) -> Result<Loaded, Exit> {
+/// problem, and the warnings `warn` asks for, on stderr.
+pub(crate) fn load(path: &Path, warn: Warn<'_>) -> Result<Loaded, Exit> {
     let bytes = read_existing(path)?;
     match HostConfig::from_json_bytes(&bytes) {
         Ok(loaded) => {
-            for warning in &loaded.warnings {
-                eprintln!("warning: {warning}");
+            for line in warnings(&loaded.warnings, warn) {
+                eprintln!("warning: {line}");
             }
             Ok(loaded)
         }
@@ -60,6 +71,52 @@ pub(crate) fn load(path: &Path) -> Result<Loaded, Exit> {
             Err(Exit::Reported)
         }
     }
+}
+
+/// The lines of the warnings `warn` asks for, in the config's order: warnings that say
+/// the same thing of several bindings (the same variable unset, the same host over plain
+/// http) are one line naming where.
+fn warnings(all: &[Warning], warn: Warn<'_>) -> Vec<String> {
+    let chosen = all.iter().filter(|warning| match warn {
+        Warn::All => true,
+        Warn::Binding(tool) => warning.tool.as_deref().is_none_or(|name| name == tool),
+    });
+    let mut groups: Vec<Vec<&Warning>> = Vec::new();
+    for warning in chosen {
+        match groups
+            .iter_mut()
+            .find(|group| group[0].kind == warning.kind)
+        {
+            Some(group) => group.push(warning),
+            None => groups.push(vec![warning]),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|group| {
+            if group.len() == 1 {
+                return group[0].to_string();
+            }
+            // What the warning says, without where: the same text as a warning about the
+            // config as a whole, less its `config: `.
+            let mut bare = group[0].clone();
+            bare.path = String::new();
+            bare.tool = None;
+            let bare = bare.to_string();
+            let message = bare.strip_prefix("config: ").unwrap_or(&bare);
+            let places: Vec<String> = group
+                .iter()
+                .map(|warning| {
+                    let text = warning.to_string();
+                    text.strip_suffix(message)
+                        .and_then(|place| place.strip_suffix(": "))
+                        .map_or_else(|| warning.path.clone(), str::to_owned)
+                })
+                .collect();
+            let named = bindings_named(&places);
+            format!("{named}: {message}")
+        })
+        .collect()
 }
 
 /// The binding named `tool` in a loaded config.
@@ -107,6 +164,42 @@ mod tests {
                 .unwrap()
                 .is_none()
         );
+    }
+
+    fn config_naming(tools: usize, variable: &str) -> Loaded {
+        let tools: Vec<serde_json::Value> = (0..tools)
+            .map(|i| {
+                serde_json::json!({
+                    "name": format!("t{i}"), "input_schema": {"type": "object"},
+                    "url": "https://h/mcp", "mcp_tool": "x", "tenants": ["local"],
+                    "token_env": variable
+                })
+            })
+            .collect();
+        HostConfig::from_json_value_with_env(&serde_json::json!({ "tools": tools }), |_| false)
+            .unwrap()
+    }
+
+    /// An unset variable named by every binding: one warning, for the binding called;
+    /// for a check, one line naming the bindings.
+    #[test]
+    fn a_warning_shared_by_bindings_is_said_once() {
+        let loaded = config_naming(5, "MCP_API_KEY");
+        assert_eq!(loaded.warnings.len(), 5);
+        let call = warnings(&loaded.warnings, Warn::Binding("t3"));
+        insta::assert_snapshot!("call", call.join("\n"));
+        assert_eq!(call.len(), 1);
+        let check = warnings(&loaded.warnings, Warn::All);
+        insta::assert_snapshot!("check", check.join("\n"));
+        assert_eq!(check.len(), 1);
+        let two = config_naming(2, "MCP_API_KEY");
+        assert_eq!(
+            warnings(&two.warnings, Warn::All),
+            [
+                "tools[0] (t0).token_env, tools[1] (t1).token_env: names MCP_API_KEY, which is not set now; calls fail with missing_token until it is"
+            ]
+        );
+        assert!(warnings(&loaded.warnings, Warn::Binding("other")).is_empty());
     }
 
     #[cfg(unix)]

@@ -390,23 +390,31 @@ fn splice(text: &str, replaced: &[(usize, Value)], added: &[Value], unit: &str) 
 /// What changed, for stdout.
 pub(crate) fn summary(plan: &Plan, shown: &str) -> String {
     let mut out = String::new();
-    let width = plan
+    // Columns as wide as their widest cell: `tools[9]` and `tools[10]` line up, and so
+    // do the names after them (escaped, as they are printed).
+    let rows: Vec<(&str, String, String)> = plan
         .changes
         .iter()
-        .map(|change| change.name.len())
-        .max()
-        .unwrap_or(0);
-    for change in &plan.changes {
-        let kind = match change.kind {
-            ChangeKind::Added => "added",
-            ChangeKind::Replaced => "replaced",
-            ChangeKind::Unchanged => "unchanged",
-        };
+        .map(|change| {
+            let kind = match change.kind {
+                ChangeKind::Added => "added",
+                ChangeKind::Replaced => "replaced",
+                ChangeKind::Unchanged => "unchanged",
+            };
+            (
+                kind,
+                format!("tools[{}]", change.index),
+                escape(&change.name, false),
+            )
+        })
+        .collect();
+    let width = |cell: fn(&(&str, String, String)) -> usize| rows.iter().map(cell).max();
+    let at = width(|row| row.1.chars().count()).unwrap_or(0);
+    let named = width(|row| row.2.chars().count()).unwrap_or(0);
+    for ((kind, at_index, name), change) in rows.iter().zip(&plan.changes) {
         let _ = writeln!(
             out,
-            "{kind:<9}  tools[{}] {:<width$}  (mcp_tool {})",
-            change.index,
-            escape(&change.name, false),
+            "{kind:<9}  {at_index:<at$} {name:<named$}  (mcp_tool {})",
             escape(&change.mcp_tool, false)
         );
     }
@@ -534,6 +542,30 @@ mod tests {
             summary(&plan, "host.json"),
             "added      tools[1] docs_fetch  (mcp_tool fetch)\nhost.json: 1 added, 0 replaced, 0 unchanged; 2 bindings in all\n"
         );
+    }
+
+    /// A person reads the summary as a table: from `tools[10]` on, the names stay in
+    /// the column they started in.
+    #[test]
+    fn the_summary_columns_hold_past_ten_bindings() {
+        let bindings: Vec<ToolBinding> = (0..12)
+            .map(|i| binding(&format!("t{i}"), &format!("tool_{i}")))
+            .collect();
+        let plan = plan(None, "host.json", &bindings, false).unwrap();
+        let shown = summary(&plan, "host.json");
+        insta::assert_snapshot!(shown);
+        let columns: Vec<usize> = shown
+            .lines()
+            .filter(|line| line.starts_with("added"))
+            .map(|line| line.find(" t").unwrap() + 1)
+            .collect();
+        assert_eq!(columns.len(), 12);
+        assert!(columns.iter().all(|&c| c == columns[0]), "{shown}");
+        let mcp_tool: Vec<usize> = shown
+            .lines()
+            .filter_map(|line| line.find("(mcp_tool"))
+            .collect();
+        assert!(mcp_tool.iter().all(|&c| c == mcp_tool[0]), "{shown}");
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! `--models`: the providers' rules (the `brain-tools-providers` library) run over the
-//! bindings, and the report formatted for a person: each rule once per binding with its
-//! count and a few paths, the rules that hit every binding once at the top, and a verdict
-//! per binding and provider. `check --format json` prints the library's report whole.
+//! bindings, and the report formatted for a person: the rules that hit every binding once
+//! at the top, each other rule once per binding with its count and a few paths (a finding
+//! identical on several bindings once, naming them), a verdict per binding and provider
+//! with the reason of each rejection, every line fitted to the width it is read at.
+//! `check --format json` prints the library's report whole.
 
 use std::fmt::Write as _;
 
@@ -10,10 +12,16 @@ use brain_tools_providers::{
     Effect, Evidence, Finding, Place, Provider, Report as Checked, Verdict,
 };
 
-use crate::{cli::Model, runtime::output::json};
+use crate::{
+    cli::Model,
+    runtime::output::{bindings_named, fit::fit, json},
+};
 
 /// How many paths of one rule a line names before it says how many more there are.
 const PATHS_SHOWN: usize = 3;
+
+/// The verdict table shortens binding names to fit the width, never below this.
+const LABEL_MIN: usize = 16;
 
 impl Model {
     /// The library's provider.
@@ -125,10 +133,11 @@ impl Report {
         rules
     }
 
-    /// The report: rules that hit every binding, then each binding's other rules (each
-    /// once, with its count and a few paths), the requests', a verdict per binding and
-    /// provider, where each rule comes from, and a summary line.
-    pub(crate) fn render(&self) -> String {
+    /// The report, its lines fitted to `width` columns: rules that hit every binding,
+    /// then the other findings (each rule's message once; a finding identical on several
+    /// bindings once, naming them), the requests', a verdict per binding and provider
+    /// (with the reason of each rejection), where each rule comes from, and a summary.
+    pub(crate) fn render(&self, width: usize) -> String {
         let mut out = String::new();
         if self.checked.findings.is_empty() {
             let _ = writeln!(
@@ -136,7 +145,7 @@ impl Report {
                 "models ({}): no findings; every binding accepted",
                 self.models()
             );
-            return out;
+            return fit(&out, width);
         }
         let groups = self.groups();
         let everywhere = self.everywhere(&groups);
@@ -175,18 +184,23 @@ impl Report {
         }
         // A rule's message is shown once; later lines of the same rule name it only.
         let mut explained: Vec<&str> = everywhere.clone();
-        let mut current: Option<&Place> = None;
-        for group in &groups {
+        let mut current: Option<&[&Place]> = None;
+        let clusters = clusters(
+            groups
+                .iter()
+                .filter(|g| {
+                    !(matches!(g.place, Place::Binding { .. })
+                        && everywhere.contains(&g.findings[0].rule.as_str()))
+                })
+                .collect(),
+        );
+        for cluster in &clusters {
+            if current != Some(cluster.places.as_slice()) {
+                let _ = writeln!(out, "{}:", places(&cluster.places));
+                current = Some(&cluster.places);
+            }
+            let group = cluster.group;
             let first = group.findings[0];
-            if matches!(group.place, Place::Binding { .. })
-                && everywhere.contains(&first.rule.as_str())
-            {
-                continue;
-            }
-            if current != Some(group.place) {
-                let _ = writeln!(out, "{}:", place(group.place));
-                current = Some(group.place);
-            }
             let paths: Vec<&str> = group
                 .findings
                 .iter()
@@ -205,8 +219,10 @@ impl Report {
             };
             let _ = writeln!(out, "  {}{at}: {message}", heading(&group.findings));
         }
-        self.render_verdicts(&mut out);
-        let _ = writeln!(out, "where each rule comes from:");
+        let mut out = fit(&out, width);
+        self.render_verdicts(&mut out, width);
+        let mut rest = String::new();
+        let _ = writeln!(rest, "where each rule comes from:");
         let mut fired: Vec<&Finding> = Vec::new();
         for finding in &self.checked.findings {
             if !fired.iter().any(|f| f.rule == finding.rule) {
@@ -214,7 +230,7 @@ impl Report {
             }
         }
         for finding in fired {
-            let _ = write!(out, "  {}: {}", finding.rule, finding.source);
+            let _ = write!(rest, "  {}: {}", finding.rule, finding.source);
             if let Some(fix) = self
                 .checked
                 .findings
@@ -222,55 +238,124 @@ impl Report {
                 .filter(|f| f.rule == finding.rule)
                 .find_map(|f| f.sdk_fix.as_ref())
             {
-                let _ = write!(out, "; SDK fix: {}, {} ({})", fix.sdk, fix.does, fix.source);
+                let _ = write!(
+                    rest,
+                    "; SDK fix: {}, {} ({})",
+                    fix.sdk, fix.does, fix.source
+                );
             }
-            out.push('\n');
+            rest.push('\n');
         }
-        let _ = writeln!(out, "{}", self.summary());
+        let _ = writeln!(rest, "{}", self.summary());
+        out.push_str(&fit(&rest, width));
         out
     }
 
-    /// A table: one row per binding, a column per provider, `ordinary / strict`.
-    fn render_verdicts(&self, out: &mut String) {
+    /// Why `provider` rejects the binding at `index`, if it does: the rules that refuse
+    /// it and no SDK fixes (in ordinary calls, else in strict mode; a verdict of
+    /// "rejected" already says no SDK fixes it), each with its first path.
+    fn rejection(&self, index: usize, provider: Provider) -> Option<String> {
+        let verdict = self.checked.verdict(index, provider)?;
+        let (mode, effects): (&str, &[Effect]) = if verdict.default == Verdict::Rejected {
+            ("", &[Effect::Rejected])
+        } else if verdict.strict == Verdict::Rejected {
+            (" in strict mode", &[Effect::Rejected, Effect::StrictMode])
+        } else {
+            return None;
+        };
+        let mut seen: Vec<&str> = Vec::new();
+        let mut rules: Vec<String> = Vec::new();
+        for finding in self.checked.findings.iter().filter(|f| {
+            f.provider == provider
+                && f.sdk_fix.is_none()
+                && effects.contains(&f.effect)
+                && matches!(&f.place, Place::Binding { index: i, .. } if *i == index)
+        }) {
+            let rule = match &finding.path {
+                Some(path) => format!("{} at {path}", finding.rule),
+                None => finding.rule.clone(),
+            };
+            if !seen.contains(&finding.rule.as_str()) {
+                seen.push(&finding.rule);
+                rules.push(rule);
+            }
+        }
+        Some(format!(
+            "{}{mode}: {}",
+            provider.id(),
+            if rules.is_empty() {
+                "see its findings".to_owned()
+            } else {
+                rules.join(", ")
+            }
+        ))
+    }
+
+    /// A table: one row per binding, a column per provider, `ordinary / strict`, no
+    /// wider than `width` (long binding names are shortened, never the verdicts; the rows
+    /// above and the JSON report name them whole) unless the verdicts alone are wider, and
+    /// never broken; each rejected binding's reason on the line below its row.
+    fn render_verdicts(&self, out: &mut String, width: usize) {
         let verdicts = &self.checked.verdicts;
         if verdicts.is_empty() {
             return;
         }
         let providers = &self.checked.providers;
-        let mut rows: Vec<(String, Vec<String>)> = Vec::new();
+        let mut rows: Vec<(usize, String, Vec<String>)> = Vec::new();
         for verdict in verdicts {
             let label = format!("tools[{}] ({})", verdict.index, verdict.name);
             let cell = format!("{} / {}", word(verdict.default), word(verdict.strict));
             match rows.last_mut() {
-                Some((last, cells)) if *last == label => cells.push(cell),
-                _ => rows.push((label, vec![cell])),
+                Some((_, last, cells)) if *last == label => cells.push(cell),
+                _ => rows.push((verdict.index, label, vec![cell])),
             }
         }
-        let first = rows.iter().map(|(label, _)| label.len()).max().unwrap_or(0);
         let widths: Vec<usize> = (0..providers.len())
             .map(|i| {
                 rows.iter()
-                    .filter_map(|(_, cells)| cells.get(i).map(String::len))
+                    .filter_map(|(_, _, cells)| cells.get(i).map(String::len))
                     .chain([providers[i].id().len()])
                     .max()
                     .unwrap_or(0)
             })
             .collect();
-        let _ = writeln!(
-            out,
-            "verdicts (ordinary function calling / strict mode; after SDK: accepted once the provider's own SDK has transformed the schema):"
-        );
+        let cells: usize = widths.iter().map(|w| w + 2).sum();
+        let longest = rows
+            .iter()
+            .map(|(_, label, _)| label.chars().count())
+            .max()
+            .unwrap_or(0);
+        let first = longest.min(width.saturating_sub(2 + cells).max(LABEL_MIN));
+        for (_, label, _) in &mut rows {
+            if label.chars().count() > first {
+                *label = label.chars().take(first - 1).collect::<String>() + "…";
+            }
+        }
+        out.push_str(&fit(
+            "verdicts (ordinary function calling / strict mode): ok; sdk: accepted once the provider's own SDK has transformed the schema; rejected, and why below:\n",
+            width,
+        ));
         let mut header = format!("  {:first$}", "");
         for (provider, width) in providers.iter().zip(&widths) {
             let _ = write!(header, "  {:width$}", provider.id());
         }
         let _ = writeln!(out, "{}", header.trim_end());
-        for (label, cells) in &rows {
-            let mut line = format!("  {label:first$}");
+        for (index, label, cells) in &rows {
+            let pad = first - label.chars().count();
+            let mut line = format!("  {label}{:pad$}", "");
             for (cell, width) in cells.iter().zip(&widths) {
                 let _ = write!(line, "  {cell:width$}");
             }
             let _ = writeln!(out, "{}", line.trim_end());
+            // Each rejected binding says why, on a line of its own.
+            let reasons: Vec<String> = providers
+                .iter()
+                .filter_map(|provider| self.rejection(*index, *provider))
+                .collect();
+            if !reasons.is_empty() {
+                let reason = format!("    rejected by {}\n", reasons.join("; "));
+                out.push_str(&fit(&reason, width));
+            }
         }
     }
 
@@ -345,10 +430,54 @@ fn place(place: &Place) -> String {
     }
 }
 
+/// One finding (a rule's findings on one place) and every binding it is identical on.
+#[derive(Debug)]
+struct Cluster<'a> {
+    places: Vec<&'a Place>,
+    group: &'a Group<'a>,
+}
+
+/// The groups, those identical on several bindings (the same rule, paths and messages)
+/// made one, in the order of their first binding. A request's groups stay alone.
+fn clusters<'a>(groups: Vec<&'a Group<'a>>) -> Vec<Cluster<'a>> {
+    let same = |a: &Group<'_>, b: &Group<'_>| {
+        a.findings.len() == b.findings.len()
+            && a.findings
+                .iter()
+                .zip(&b.findings)
+                .all(|(x, y)| x.rule == y.rule && x.path == y.path && x.message == y.message)
+    };
+    let mut clusters: Vec<Cluster<'a>> = Vec::new();
+    for group in groups {
+        let binding = matches!(group.place, Place::Binding { .. });
+        match clusters.iter_mut().find(|cluster| {
+            binding
+                && matches!(cluster.places[0], Place::Binding { .. })
+                && same(cluster.group, group)
+        }) {
+            Some(cluster) => cluster.places.push(group.place),
+            None => clusters.push(Cluster {
+                places: vec![group.place],
+                group,
+            }),
+        }
+    }
+    clusters
+}
+
+/// `tools[1] (a)`, `tools[1] (a), tools[4] (b)`, or for a long list
+/// `tools[13] (gen_0000) ... tools[131] (gen_0118) (119 bindings)` (the JSON report
+/// names every one).
+fn places(places: &[&Place]) -> String {
+    let named: Vec<String> = places.iter().map(|p| place(p)).collect();
+    bindings_named(&named)
+}
+
+/// A verdict in a cell of the table (the header says what each word means).
 fn word(verdict: Verdict) -> &'static str {
     match verdict {
-        Verdict::Accepted => "accepted",
-        Verdict::AcceptedAfterSdk => "after SDK",
+        Verdict::Accepted => "ok",
+        Verdict::AcceptedAfterSdk => "sdk",
         _ => "rejected",
     }
 }
@@ -378,6 +507,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::runtime::output::fit::DEFAULT_COLUMNS;
 
     fn bindings(tools: serde_json::Value) -> Vec<ToolBinding> {
         HostConfig::from_json_value_with_env(&json!({ "tools": tools }), |_| true)
@@ -418,11 +548,11 @@ mod tests {
             ],
             |_| true,
         );
-        insta::assert_snapshot!(report.render());
+        insta::assert_snapshot!(report.render(DEFAULT_COLUMNS));
         let clean = check(&tools[1..], &[Model::Openai, Model::Anthropic], |_| true);
         assert!(clean.is_empty());
         assert_eq!(
-            clean.render(),
+            clean.render(DEFAULT_COLUMNS),
             "models (openai, anthropic): no findings; every binding accepted\n"
         );
     }
@@ -435,9 +565,51 @@ mod tests {
             binding("b", schema.clone()),
             binding("c", schema)
         ]));
-        let text = check(&tools, &[Model::Gemini], |_| true).render();
+        let text = check(&tools, &[Model::Gemini], |_| true).render(DEFAULT_COLUMNS);
         insta::assert_snapshot!(text);
         assert_eq!(text.matches("gemini.schema-field-allowlist]").count(), 1);
+    }
+
+    /// At any width from 40 columns up, the table's rows stay one line each: long binding
+    /// names are shortened, the verdicts never.
+    #[test]
+    fn the_verdict_table_fits_the_width() {
+        let schema = json!({"type": "object", "properties": {}});
+        let tools = bindings(json!([
+            binding(
+                "a_binding_with_a_rather_long_name_for_a_tool",
+                schema.clone()
+            ),
+            binding("b", schema)
+        ]));
+        let report = check(
+            &tools,
+            &[Model::Openai, Model::Anthropic, Model::Gemini],
+            |_| true,
+        );
+        for width in [40, 60, 80, 100, 200] {
+            let text = report.render(width);
+            let rows: Vec<&str> = text
+                .lines()
+                .filter(|line| line.starts_with("  tools["))
+                .collect();
+            assert_eq!(rows.len(), 2, "{text}");
+            for row in &rows {
+                // The verdicts alone (three columns of `ok / rejected`) need 47.
+                assert!(
+                    row.chars().count() <= width.max(2 + 16 + 3 * 15),
+                    "{width}: {row}"
+                );
+                assert_eq!(row.matches(" / ").count(), 3, "{width}: {row}");
+            }
+        }
+        let wide = report.render(200);
+        assert!(wide.contains("  tools[0] (a_binding_with_a_rather_long_name_for_a_tool)  "));
+        let narrow = report.render(60);
+        assert!(
+            narrow.contains("  tools[0] (a_binding_wi…  ok / rejected"),
+            "{narrow}"
+        );
     }
 
     #[test]

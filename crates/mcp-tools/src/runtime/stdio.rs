@@ -182,6 +182,92 @@ fn environment(
     Ok(env)
 }
 
+/// The variables the failure of a stdio server names (its stderr, in `failure`) that
+/// this shell has and the server did not get: neither inherited
+/// ([`StdioEndpoint::INHERITED_ENV`](brain_tools::StdioEndpoint::INHERITED_ENV)) nor in
+/// its `env`. A secret exported here but not passed fails the server with its own words
+/// only ("BRAVE_API_KEY environment variable is required"), which do not say that the
+/// shell has it. `is_set`: whether this shell has a variable. Only names are read and
+/// given, never values.
+pub(crate) fn not_passed(
+    failure: &str,
+    command: &StdioCommand,
+    is_set: impl Fn(&str) -> bool,
+) -> Vec<String> {
+    if command.inherit_env {
+        return Vec::new();
+    }
+    let mut names: Vec<String> = Vec::new();
+    for word in failure.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+        // A variable's name as people write them: capitals, digits and `_`, two
+        // characters or more, not starting with a digit.
+        let is_name = word.len() >= 2
+            && word.starts_with(|c: char| c.is_ascii_uppercase() || c == '_')
+            && word
+                .chars()
+                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+            && word.chars().any(|c| c.is_ascii_uppercase());
+        let given = brain_tools::StdioEndpoint::INHERITED_ENV.contains(&word)
+            || command.env.iter().any(|(key, _)| key == word);
+        if is_name && !given && !names.iter().any(|n| n == word) && is_set(word) {
+            names.push(word.to_owned());
+        }
+    }
+    names
+}
+
+/// What `check` says of a stdio binding whose command names relative paths and that has
+/// no `cwd`: the host starts the server in its own folder, wherever that is, and the
+/// paths are looked up there. `here`: the folder `check` runs in (a bare name such as
+/// `server.py` counts as a path when it exists there, as in discovery); `exists`: whether
+/// a path exists.
+pub(crate) fn relative_without_cwd(
+    command: &StdioCommand,
+    here: &Path,
+    exists: impl Fn(&Path) -> bool,
+) -> Option<String> {
+    if command.cwd.is_some() {
+        return None;
+    }
+    let plan = folder(&command.program, &command.args, here, false, exists);
+    let mut paths: Vec<&str> = Vec::new();
+    if plan.program.is_some() {
+        paths.push(&command.program);
+    }
+    paths.extend(plan.relative.iter().map(String::as_str));
+    let (first, rest) = paths.split_first()?;
+    let named = match rest {
+        [] => format!("{first} is a relative path"),
+        _ => format!("{first} and {} are relative paths", rest.join(", ")),
+    };
+    Some(format!(
+        "{named} and the binding has no cwd: the host starts the server in its own working folder, wherever that is, and looks them up there; set command.cwd to the folder they are relative to (this one is {}), or make them absolute",
+        here.display()
+    ))
+}
+
+/// Where a stdio server's variables come from, for the advice that passes one.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Passing {
+    /// Discovery's `-pass-env`.
+    Flag,
+    /// The binding's `command.env`.
+    Binding,
+}
+
+/// `BRAVE_API_KEY is set in this shell, but the server was not given it ...: add ...`.
+pub(crate) fn not_passed_hint(name: &str, how: Passing) -> String {
+    let given = brain_tools::StdioEndpoint::INHERITED_ENV.join(", ");
+    match how {
+        Passing::Flag => format!(
+            "{name} is set in this shell, but the server was not given it (a stdio server gets {given}, and what -env and -pass-env give it): add -pass-env {name}"
+        ),
+        Passing::Binding => format!(
+            "{name} is set in this shell, but the server was not given it (a stdio server gets {given}, and its command.env): add \"{name}\": {{\"from_env\": \"{name}\"}} to the binding's command.env"
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -278,6 +364,49 @@ mod tests {
                 "{program} {args:?}"
             );
         }
+    }
+
+    #[test]
+    fn check_says_when_relative_paths_have_no_folder() {
+        let here = Path::new("/home/me/proj");
+        let exists = |path: &Path| path == Path::new("/home/me/proj/server.py");
+        let said = |program: &str, args: &[&str], cwd: Option<&str>| {
+            let mut command = StdioCommand::new(program, args.iter().copied());
+            command.cwd = cwd.map(str::to_owned);
+            relative_without_cwd(&command, here, exists)
+        };
+        insta::assert_snapshot!(said("./bin/server", &["--db", "../data/x.db"], None).unwrap());
+        assert!(
+            said("python3", &["server.py"], None)
+                .unwrap()
+                .starts_with("server.py is a relative path and the binding has no cwd")
+        );
+        // Found in PATH, absolute, or with a folder: nothing to say.
+        assert_eq!(said("npx", &["-y", "@scope/server"], None), None);
+        assert_eq!(said("/opt/srv", &["--stdio"], None), None);
+        assert_eq!(said("./bin/server", &["x.db"], Some("/srv")), None);
+    }
+
+    /// A server that fails for want of a variable this shell has: the variable is named;
+    /// not one the server got, nor one the shell lacks, nor a word that only looks like one.
+    #[test]
+    fn a_variable_the_shell_has_and_the_server_lacks_is_named() {
+        let set = |name: &str| ["BRAVE_API_KEY", "HOME", "LOG_LEVEL"].contains(&name);
+        let mut command = StdioCommand::new("mcp-server-brave-search", Vec::<String>::new());
+        command.env = vec![("LOG_LEVEL".into(), EnvValue::Value("warn".into()))];
+        let failure = "command mcp-server-brave-search ended before its handshake (exit status: 1; \
+             stderr: Error: BRAVE_API_KEY environment variable is required; HOME, LOG_LEVEL and \
+             OTHER_KEY were read; BRAVE_API_KEY again)";
+        assert_eq!(not_passed(failure, &command, set), ["BRAVE_API_KEY"]);
+        insta::assert_snapshot!(
+            [Passing::Flag, Passing::Binding]
+                .map(|how| not_passed_hint("BRAVE_API_KEY", how))
+                .join("\n")
+        );
+        command.inherit_env = true;
+        assert!(not_passed(failure, &command, set).is_empty());
+        command.inherit_env = false;
+        assert!(not_passed("exit status: 1", &command, set).is_empty());
     }
 
     #[test]

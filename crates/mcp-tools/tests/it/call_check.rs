@@ -77,6 +77,81 @@ async fn json_lines_hold_no_character_a_terminal_obeys_and_lose_nothing() {
     assert_eq!(result["content"][0]["text"], message);
 }
 
+/// Three bindings name an API key that is not exported: a call warns once, about the
+/// binding it calls; a check says it once for the three.
+#[tokio::test]
+async fn an_unset_variable_is_one_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let binding = |name: &str| {
+        json!({"name": name, "input_schema": {"type": "object"}, "url": "https://x.example/mcp",
+               "mcp_tool": name, "tenants": ["local"], "token_env": "BRAIN_TEST_UNSET_KEY"})
+    };
+    let path = config(&dir, json!([binding("a"), binding("b"), binding("c")]));
+    let call = mcp_tools(
+        &[
+            "call", "--config", &path, "--tenant", "local", "--tool", "b",
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(call.code, 1, "missing_token: {}", call.stderr);
+    let warnings: Vec<&str> = call
+        .stderr
+        .lines()
+        .filter(|line| line.starts_with("warning:"))
+        .collect();
+    assert_eq!(
+        warnings,
+        [
+            "warning: tools[1] (b).token_env: names BRAIN_TEST_UNSET_KEY, which is not set now; calls fail with missing_token until it is"
+        ],
+        "{}",
+        call.stderr
+    );
+    let check = mcp_tools(&["check", "--config", &path], &[]).await;
+    assert_eq!(check.code, 0, "{}", check.stderr);
+    assert_eq!(
+        check.stderr,
+        "warning: tools[0] (a).token_env, tools[1] (b).token_env, tools[2] (c).token_env: names BRAIN_TEST_UNSET_KEY, which is not set now; calls fail with missing_token until it is\n"
+    );
+}
+
+/// A stdio binding whose command names relative paths and that has no cwd loads, but
+/// works only from the right folder: check warns; with a cwd, it does not.
+#[tokio::test]
+async fn check_warns_of_relative_paths_without_a_cwd() {
+    let dir = tempfile::tempdir().unwrap();
+    let stdio = |name: &str, command: Value| {
+        json!({"name": name, "input_schema": {"type": "object"}, "mcp_tool": "echo",
+               "tenants": ["local"], "command": command})
+    };
+    let path = config(
+        &dir,
+        json!([
+            stdio(
+                "relative",
+                json!({"program": "./bin/server", "args": ["--db", "../data/x.db"]})
+            ),
+            stdio(
+                "with_cwd",
+                json!({"program": "./bin/server", "cwd": "/srv/tools"})
+            ),
+            stdio(
+                "in_path",
+                json!({"program": "npx", "args": ["-y", "@scope/server"]})
+            )
+        ]),
+    );
+    let run = crate::support::mcp_tools_in(dir.path(), &["check", "--config", &path], &[]).await;
+    assert_eq!(run.code, 0, "a warning: {}", run.stderr);
+    let here = dir.path().canonicalize().unwrap();
+    insta::assert_snapshot!(
+        run.stderr
+            .replace(&here.display().to_string(), "/HERE")
+            .replace(&dir.path().display().to_string(), "/HERE")
+    );
+}
+
 #[tokio::test]
 async fn check_reports_every_problem_with_its_path() {
     let dir = tempfile::tempdir().unwrap();

@@ -1,6 +1,7 @@
 //! The real `mcp-tools` binary against the testkit.
 
 mod call_check;
+mod completions;
 #[cfg(feature = "otel")]
 mod credentials;
 mod deadlines;
@@ -19,4 +20,5 @@ mod result_content;
 mod serve;
 mod stdio_env;
 mod support;
+mod terminal;
 mod usage;

@@ -212,3 +212,29 @@ async fn relative_paths_are_resolved_and_the_folder_recorded() {
     assert_eq!(printed[0]["command"]["cwd"], json!(format!("{shown}/data")));
     assert!(run.stderr.is_empty(), "{}", run.stderr);
 }
+
+/// A server that needs a key this shell exports, listed without `-pass-env`: the server's
+/// own error, then which variable the shell has and the flag that passes it (never its
+/// value). With the flag, it lists.
+#[tokio::test]
+async fn a_secret_exported_but_not_passed_is_named_with_the_flag_that_passes_it() {
+    let server = brain_mcp_testkit::stdio_binary_path().display().to_string();
+    let command = format!(
+        "sh -c 'test -n \"$BRAIN_TEST_API_KEY\" || {{ echo \"Error: BRAIN_TEST_API_KEY environment variable is required\" >&2; exit 1; }}; exec \"$0\"' '{server}'"
+    );
+    let env = [("BRAIN_TEST_API_KEY", SECRET)];
+    let base = ["-command", &command, "-tenant", "local", "-tools", "echo"];
+    let run = mcp_tools(&base, &env).await;
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(!run.stderr.contains(SECRET), "{}", run.stderr);
+    insta::assert_snapshot!(run.stderr.replace(&server, "SERVER"));
+
+    let passed = [&base[..], &["-pass-env", "BRAIN_TEST_API_KEY"]].concat();
+    let run = mcp_tools(&passed, &env).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let bindings: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(
+        bindings[0]["command"]["env"],
+        json!({"BRAIN_TEST_API_KEY": {"from_env": "BRAIN_TEST_API_KEY"}})
+    );
+}

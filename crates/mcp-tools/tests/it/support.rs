@@ -189,3 +189,14 @@ pub(crate) async fn server_everything() -> Everything {
         url: format!("{base}/mcp"),
     }
 }
+
+/// Fails unless `program` is on PATH, saying what it is for and how to install it: a
+/// test that needs a missing tool fails, never skips (CI installs it, see `.ci/run`).
+pub(crate) fn require(program: &str, used_for: &str, install: &str) {
+    let found = std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()));
+    assert!(
+        found,
+        "{program} is not installed: {used_for}; install it (Debian: {install}; .ci/run does in CI)"
+    );
+}

@@ -51,10 +51,8 @@ impl Drop for SetOnDrop {
     }
 }
 
-/// The variables a stdio server inherits from the host by default: those the official
-/// TypeScript and python SDKs pass (the rest of the host's environment, other bindings'
-/// keys included, stays out unless the binding opts into inheriting it).
-pub(crate) const INHERITED_ENV: &[&str] = &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
+/// The variables a stdio server inherits from the host by default.
+pub(crate) const INHERITED_ENV: &[&str] = StdioEndpoint::INHERITED_ENV;
 
 /// A child process, its process group, its stderr tail and its exit. Dropping it kills
 /// the group.

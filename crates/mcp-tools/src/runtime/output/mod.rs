@@ -1,10 +1,12 @@
 //! What a person reads, and stdout: the writer every command prints through (it never
 //! panics on a closed pipe), the one escaping rule ([`escape`]), every JSON text written
 //! with that rule's characters as JSON escapes ([`json`]), a call's result as text
-//! ([`human`]) and where `call` prints it without holding up the call ([`printer`]), and
-//! what stderr shows while a person waits ([`progress`]).
+//! ([`human`]) and where `call` prints it without holding up the call ([`printer`]), what
+//! stderr shows while a person waits ([`progress`]), and reports fitted to the terminal's
+//! width ([`fit`]).
 
 pub(crate) mod escape;
+pub(crate) mod fit;
 pub(crate) mod human;
 pub(crate) mod json;
 pub(crate) mod printer;
@@ -35,6 +37,21 @@ pub(crate) fn write_stdout(args: fmt::Arguments<'_>) {
 /// Why writing to stdout failed, if it did.
 pub(crate) fn stdout_failure() -> Option<&'static str> {
     STDOUT_FAILED.get().map(String::as_str)
+}
+
+/// How many bindings a list names in full; a longer one is its first and last.
+const BINDINGS_SHOWN: usize = 3;
+
+/// Bindings (or places in them) named in a line: `a, b, c`, or for a longer list
+/// `a ... z (12 bindings)`. Whatever prints the list for a person uses it; the JSON a
+/// command prints names every one.
+pub(crate) fn bindings_named(names: &[String]) -> String {
+    match names {
+        [first, .., last] if names.len() > BINDINGS_SHOWN => {
+            format!("{first} ... {last} ({} bindings)", names.len())
+        }
+        _ => names.join(", "),
+    }
 }
 
 /// `print!` through [`write_stdout`].

@@ -5,21 +5,74 @@
 use std::{io::IsTerminal, time::Duration};
 
 use brain_tools::ProgressEvent;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use console::Term;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle, TermLike};
 
 use crate::runtime::output::human;
 
 /// How often a spinner turns.
 const TICK: Duration = Duration::from_millis(100);
 
+/// The columns at the right of the terminal that a bar or spinner leaves empty.
+const MARGIN: u16 = 4;
+
 /// The bar's length: progress/total is drawn in thousandths.
 const SCALE: u64 = 1000;
 
 fn stderr_target() -> ProgressDrawTarget {
     if std::io::stderr().is_terminal() {
-        ProgressDrawTarget::stderr_with_hz(10)
+        ProgressDrawTarget::term_like_with_hz(Box::new(Narrow(Term::buffered_stderr())), 10)
     } else {
         ProgressDrawTarget::hidden()
+    }
+}
+
+/// stderr as the bar and the spinner draw on it: [`MARGIN`] columns narrower than the
+/// terminal. A line that fills the terminal leaves the cursor in its last column, where
+/// the `^C` the terminal echoes for Ctrl-C (or a key typed meanwhile) wraps onto a line of
+/// its own; clearing then cleared that line, and left the spinner's on screen above it.
+#[derive(Debug)]
+struct Narrow(Term);
+
+impl TermLike for Narrow {
+    fn width(&self) -> u16 {
+        self.0.size().1.saturating_sub(MARGIN).max(1)
+    }
+
+    fn height(&self) -> u16 {
+        self.0.size().0
+    }
+
+    fn move_cursor_up(&self, n: usize) -> std::io::Result<()> {
+        self.0.move_cursor_up(n)
+    }
+
+    fn move_cursor_down(&self, n: usize) -> std::io::Result<()> {
+        self.0.move_cursor_down(n)
+    }
+
+    fn move_cursor_right(&self, n: usize) -> std::io::Result<()> {
+        self.0.move_cursor_right(n)
+    }
+
+    fn move_cursor_left(&self, n: usize) -> std::io::Result<()> {
+        self.0.move_cursor_left(n)
+    }
+
+    fn write_line(&self, line: &str) -> std::io::Result<()> {
+        self.0.write_line(line)
+    }
+
+    fn write_str(&self, text: &str) -> std::io::Result<()> {
+        self.0.write_str(text)
+    }
+
+    fn clear_line(&self) -> std::io::Result<()> {
+        self.0.clear_line()
+    }
+
+    fn flush(&self) -> std::io::Result<()> {
+        self.0.flush()
     }
 }
 
