@@ -1387,7 +1387,7 @@ fn call_failure(
             error.detail()
         ),
         ErrorKind::CredentialStore if error.unreadable_grant() => format!(
-            "{tool} was not called because the tenant's grant could not be read: {}; run `{}` to remove it, or `{}` to make it again",
+            "{tool} was not called because the tenant's grant could not be read: {}; {advice}: run `{}` to remove it, or `{}` to make it again",
             error.detail(),
             login.command("logout", tool),
             login.command("login", tool)
@@ -1398,7 +1398,7 @@ fn call_failure(
         ),
         _ => format!("{tool} failed: {}", error.detail()),
     };
-    let message = if kind == ErrorKind::AuthorizationRequired {
+    let message = if kind == ErrorKind::AuthorizationRequired || error.unreadable_grant() {
         what
     } else {
         format!("{what}; {advice}")

@@ -637,6 +637,9 @@ const LONG_FLAGS: &[&str] = &[
     "store",
     "store-keys",
     "timeout",
+    "listen",
+    "stdio",
+    "new-key",
     "verbose",
     "help",
     "version",
@@ -670,6 +673,7 @@ const TAKES_VALUE: &[&str] = &[
     "store",
     "store-keys",
     "timeout",
+    "listen",
 ];
 
 /// Where tenants' OAuth grants are kept: a folder on this machine (shared by its

@@ -189,7 +189,7 @@ async fn a_grant_file_that_cannot_be_read_is_named_and_logout_repairs_it() {
     assert!(
         message.contains(&named)
             && message.ends_with(&format!(
-                "; run `{logout}` to remove it, or `{login}` to make it again"
+                ": run `{logout}` to remove it, or `{login}` to make it again"
             )),
         "{message}"
     );

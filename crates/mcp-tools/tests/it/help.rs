@@ -17,6 +17,7 @@ async fn help_for_each_command() {
         ("logout", vec!["logout", "--help"]),
         ("completions", vec!["completions", "--help"]),
         ("manpage", vec!["manpage", "--help"]),
+        ("serve", vec!["serve", "--help"]),
     ] {
         let run = mcp_tools(&args, &[]).await;
         assert_eq!(run.code, 0);
@@ -131,6 +132,7 @@ async fn man_pages_for_the_command_and_each_subcommand() {
             "mcp-tools-login.1",
             "mcp-tools-logout.1",
             "mcp-tools-manpage.1",
+            "mcp-tools-serve.1",
             "mcp-tools.1"
         ]
     );
