@@ -182,9 +182,17 @@ impl Gateway {
                     .to_owned(),
             );
         }
+        // A page served from this machine may call a gateway it reached on a loopback
+        // host (the guard refuses a loopback origin on any other host).
+        let mut origins = self.config.allowed_origins.clone();
+        origins.extend(
+            http::LOOPBACK_ORIGINS
+                .iter()
+                .map(|origin| (*origin).to_owned()),
+        );
         let config = StreamableHttpServerConfig::default()
             .with_allowed_hosts(hosts)
-            .with_allowed_origins(self.config.allowed_origins.clone())
+            .with_allowed_origins(origins)
             .enforce_origin_validation()
             .with_max_request_body_bytes(
                 usize::try_from(limits.max_body_bytes).unwrap_or(usize::MAX),
