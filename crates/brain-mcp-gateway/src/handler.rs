@@ -65,6 +65,13 @@ pub(crate) struct Disconnect(pub(crate) CancellationToken);
 #[derive(Debug, Clone)]
 pub(crate) struct CallerSession(pub(crate) Option<String>);
 
+tokio::task_local! {
+    /// The caller of the HTTP request being served, set by the HTTP layer around rmcp:
+    /// rmcp asks [`Handler::get_tool`] for a tool's input schema (to check the request's
+    /// `Mcp-Param-*` headers, SEP-2243) outside any request context.
+    pub(crate) static REQUEST_CALLER: Caller;
+}
+
 /// Counts a call in flight for as long as it lives.
 struct InFlight<'a>(&'a Shared);
 
@@ -96,6 +103,14 @@ impl Handler {
             .cloned()
     }
 
+    /// The tenant of the request being served, outside a request context: the stdio
+    /// gateway's, or the HTTP caller's ([`REQUEST_CALLER`]).
+    fn current_tenant(&self) -> Option<String> {
+        self.tenant
+            .clone()
+            .or_else(|| REQUEST_CALLER.try_with(|caller| caller.tenant.clone()).ok())
+    }
+
     /// The tenant's bindings, in config order.
     fn bindings_for<'a>(&'a self, tenant: &'a str) -> impl Iterator<Item = &'a ToolBinding> {
         self.shared
@@ -118,6 +133,20 @@ impl Handler {
         let digest = hash.finalize();
         let hex: String = digest[..12].iter().map(|b| format!("{b:02x}")).collect();
         format!("gw-{hex}")
+    }
+}
+
+/// A binding as the MCP tool its callers see: its name, description and schemas, as
+/// configured.
+fn tool(binding: &ToolBinding) -> Tool {
+    let tool = Tool::new_with_raw(
+        binding.name.clone(),
+        Some(binding.description.clone().into()),
+        Arc::new(binding.input_schema.clone()),
+    );
+    match &binding.output_schema {
+        Some(schema) => tool.with_raw_output_schema(Arc::new(schema.clone())),
+        None => tool,
     }
 }
 
@@ -148,21 +177,19 @@ impl ServerHandler for Handler {
         let caller = self
             .caller(&cx)
             .ok_or_else(|| ErrorData::internal_error("no caller", None))?;
-        let tools = self
-            .bindings_for(&caller.tenant)
-            .map(|binding| {
-                let tool = Tool::new_with_raw(
-                    binding.name.clone(),
-                    Some(binding.description.clone().into()),
-                    Arc::new(binding.input_schema.clone()),
-                );
-                match &binding.output_schema {
-                    Some(schema) => tool.with_raw_output_schema(Arc::new(schema.clone())),
-                    None => tool,
-                }
-            })
-            .collect();
+        let tools = self.bindings_for(&caller.tenant).map(tool).collect();
         Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    /// A tool of the caller's tenant, for rmcp to check a call's `Mcp-Param-*` headers
+    /// against its input schema (SEP-2243) before the call runs; a tool the tenant may
+    /// not use is no tool here either (its headers go unchecked, and the call is refused
+    /// as an unknown tool).
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        let tenant = self.current_tenant()?;
+        self.bindings_for(&tenant)
+            .find(|binding| binding.name == name)
+            .map(tool)
     }
 
     async fn call_tool(

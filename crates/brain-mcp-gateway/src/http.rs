@@ -29,7 +29,7 @@ use http_body::Frame;
 use serde_json::{Value, json};
 
 use crate::{
-    handler::{CallerSession, Disconnect, Shared},
+    handler::{CallerSession, Disconnect, REQUEST_CALLER, Shared},
     identity::Identity,
 };
 
@@ -289,7 +289,9 @@ async fn guard(State(state): State<Arc<HttpState>>, request: Request, next: Next
     };
     parts.extensions.insert(CallerSession(session.clone()));
     parts.extensions.insert(caller.clone());
-    let response = next.run(Request::from_parts(parts, body)).await;
+    let response = REQUEST_CALLER
+        .scope(caller.clone(), next.run(Request::from_parts(parts, body)))
+        .await;
     if session.is_none()
         && let Some(id) = response
             .headers()
