@@ -8,12 +8,13 @@
 //! server-everything) is reachable from nowhere else.
 //!
 //! Inside: run each official client scenario on its own (never with the suite's
-//! `--expected-failures`, which hides crashes and timeouts), our scenario suite against
-//! the testkit, and the interop matrix; print one table; apply
+//! `--expected-failures`, which hides crashes and timeouts), the official server
+//! scenarios against the gateway (`server_scenarios`), our scenario suite against the
+//! testkit, and the interop matrix; print one table; apply
 //! `tests/conformance/expected-failures.json`; write `target/conformance/results.json`.
 //!
-//! Options: `--suite official|ours|interop` and `--only TEXT` (rows whose scenario or
-//! peer contains TEXT) narrow the run, for iterating on one scenario.
+//! Options: `--suite official|server|ours|interop` and `--only TEXT` (rows whose scenario
+//! or peer contains TEXT) narrow the run, for iterating on one scenario.
 
 use std::{
     io::Read,
@@ -28,7 +29,7 @@ use serde_json::Value;
 use crate::{
     peers::{self, Peers},
     results::{self, Row},
-    util,
+    server_scenarios, util,
 };
 
 /// The revisions whose client scenarios we run, oldest first: each scenario at every
@@ -71,7 +72,7 @@ struct Official {
 
 /// The scenario names of a `conformance list --client ...` listing, each with the
 /// bracketed revisions (or `extension`) after it.
-fn listed(listing: &str) -> Vec<(String, String)> {
+pub(crate) fn listed(listing: &str) -> Vec<(String, String)> {
     listing
         .lines()
         .filter_map(|line| line.trim().strip_prefix("- "))
@@ -206,8 +207,8 @@ impl Options {
                         .clone();
                     if arg == "--suite" {
                         anyhow::ensure!(
-                            matches!(value.as_str(), "official" | "ours" | "interop"),
-                            "--suite takes official, ours or interop"
+                            matches!(value.as_str(), "official" | "server" | "ours" | "interop"),
+                            "--suite takes official, server, ours or interop"
                         );
                         options.suite = Some(value.clone());
                     } else {
@@ -216,7 +217,7 @@ impl Options {
                     options.forwarded.extend([arg.clone(), value]);
                 }
                 other => anyhow::bail!(
-                    "unknown argument {other:?} (options: --suite official|ours|interop, --only TEXT)"
+                    "unknown argument {other:?} (options: --suite official|server|ours|interop, --only TEXT)"
                 ),
             }
         }
@@ -330,8 +331,9 @@ fn inside(options: &Options) -> anyhow::Result<()> {
     let peers = Peers::locate();
     peers.check()?;
     let client = client_binary();
+    // (The server scenarios use the gateway and the testkit instead; it checks those.)
     anyhow::ensure!(
-        client.exists(),
+        client.exists() || options.suite.as_deref() == Some("server"),
         "{} is missing: run `cargo xtask conformance`",
         client.display()
     );
@@ -353,6 +355,16 @@ fn inside(options: &Options) -> anyhow::Result<()> {
             .collect();
         rows.extend(run_official(&peers, &official_client(&client), &runs, &out));
     }
+    let server = options
+        .suite
+        .as_deref()
+        .is_none_or(|suite| suite == "server")
+        .then(|| {
+            server_scenarios::run(&peers, &|scenario| options.wants("server", scenario), &out)
+        });
+    if let Some(server) = &server {
+        rows.extend(server.rows.iter().cloned());
+    }
     for (name, server_era, transport, era) in OURS {
         if options.wants("ours", name) {
             rows.push(ours(&client, name, server_era, transport, era, &out));
@@ -368,8 +380,14 @@ fn inside(options: &Options) -> anyhow::Result<()> {
         .join("tests")
         .join("conformance")
         .join("expected-failures.json");
-    let expected = results::load_expected(&expected_path)?;
+    let mut expected = results::load_expected(&expected_path)?;
+    if let Some(server) = &server {
+        expected.extend(server.excluded.iter().cloned());
+    }
     let bad = results::report(&rows, &expected, &out.join("results.json"))?;
+    if let Some(server) = &server {
+        server_scenarios::print_summary(server);
+    }
     if options.narrowed() {
         println!("(a narrowed run: expected failures of rows that did not run are not checked)");
     }
@@ -381,16 +399,16 @@ fn inside(options: &Options) -> anyhow::Result<()> {
 }
 
 /// A finished process.
-struct Finished {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-    timed_out: bool,
-    seconds: f64,
+pub(crate) struct Finished {
+    pub(crate) code: Option<i32>,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
+    pub(crate) timed_out: bool,
+    pub(crate) seconds: f64,
 }
 
 /// Runs a command with piped output, killed past the deadline.
-fn run_bounded(mut command: Command, deadline: Duration) -> anyhow::Result<Finished> {
+pub(crate) fn run_bounded(mut command: Command, deadline: Duration) -> anyhow::Result<Finished> {
     let shown = util::show(&command);
     let started = Instant::now();
     let mut child = command

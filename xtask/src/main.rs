@@ -14,6 +14,7 @@ mod fuzz;
 mod man;
 mod peers;
 mod results;
+mod server_scenarios;
 mod soak;
 mod test;
 mod util;
@@ -43,9 +44,12 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: "conformance",
-        about: "official MCP suite (2025-11-25 and 2026-07-28), our scenarios, interop matrix",
+        about: "official MCP suite (2025-11-25 and 2026-07-28; client scenarios, and server scenarios against the gateway), our scenarios, interop matrix",
         options: &[
-            ("--suite official|ours|interop", "run only this suite"),
+            (
+                "--suite official|server|ours|interop",
+                "run only this suite",
+            ),
             (
                 "--only TEXT",
                 "run only the rows whose scenario or peer contains TEXT",

@@ -31,10 +31,24 @@ pub(crate) struct Expected {
     revision: String,
     transport: Option<String>,
     reason: String,
+    /// Not a failure we mean to fix: something the product does not do on purpose (a
+    /// server scenario a tools-only gateway cannot serve).
+    excluded: bool,
 }
 
 impl Expected {
-    fn matches(&self, row: &Row) -> bool {
+    /// A scenario the product does not serve on purpose, with why: it must fail.
+    pub(crate) fn excluded(scenario: &str, revision: &str, reason: &str) -> Self {
+        Self {
+            scenario: scenario.to_owned(),
+            revision: revision.to_owned(),
+            transport: None,
+            reason: reason.to_owned(),
+            excluded: true,
+        }
+    }
+
+    pub(crate) fn matches(&self, row: &Row) -> bool {
         self.scenario == row.scenario
             && self.revision == row.revision
             && self
@@ -75,6 +89,7 @@ pub(crate) fn load_expected(path: &Path) -> anyhow::Result<Vec<Expected>> {
                 revision: required("revision")?,
                 transport: field("transport"),
                 reason: required("reason")?,
+                excluded: false,
             })
         })
         .collect()
@@ -86,6 +101,8 @@ pub(crate) enum Verdict {
     Pass,
     Fail,
     ExpectedFail,
+    /// Failed, and excluded on purpose (see [`Expected::excluded`]).
+    Excluded,
     /// Listed as expected to fail, but passed: the list must shrink.
     Stale,
 }
@@ -96,6 +113,7 @@ impl Verdict {
             Verdict::Pass => "pass",
             Verdict::Fail => "FAIL",
             Verdict::ExpectedFail => "expected-fail",
+            Verdict::Excluded => "excluded",
             Verdict::Stale => "FAIL (stale expected failure: remove it)",
         }
     }
@@ -120,6 +138,7 @@ pub(crate) fn report(
                 (true, None) => Verdict::Pass,
                 (true, Some(_)) => Verdict::Stale,
                 (false, None) => Verdict::Fail,
+                (false, Some(entry)) if entry.excluded => Verdict::Excluded,
                 (false, Some(_)) => Verdict::ExpectedFail,
             };
             (row.clone(), verdict, listed)
@@ -138,8 +157,11 @@ pub(crate) fn report(
         .iter()
         .map(|(row, verdict, listed)| {
             let mut note = row.note.clone();
-            if let Some(listed) = listed {
-                note = format!("{note} [expected: {}]", listed.reason);
+            match listed {
+                // Its group's reason is printed once, below the table.
+                Some(listed) if listed.excluded => {}
+                Some(listed) => note = format!("{note} [expected: {}]", listed.reason),
+                None => {}
             }
             [
                 row.suite.to_owned(),
@@ -182,10 +204,15 @@ pub(crate) fn report(
         println!("{}", line(row));
     }
     println!();
-    // Per revision: passes, over all suites and over the official suite alone.
-    let mut counts: BTreeMap<&str, [usize; 4]> = BTreeMap::new();
+    // Per revision: passes, over all suites and over the official suite alone; the rows
+    // excluded on purpose are counted apart.
+    let mut counts: BTreeMap<&str, [usize; 5]> = BTreeMap::new();
     for (row, verdict, _) in &judged {
         let entry = counts.entry(row.revision.as_str()).or_default();
+        if *verdict == Verdict::Excluded {
+            entry[4] += 1;
+            continue;
+        }
         entry[1] += 1;
         if *verdict == Verdict::Pass {
             entry[0] += 1;
@@ -197,9 +224,14 @@ pub(crate) fn report(
             }
         }
     }
-    for (revision, [pass, total, official_pass, official_total]) in &counts {
+    for (revision, [pass, total, official_pass, official_total, excluded]) in &counts {
+        let excluded = if *excluded > 0 {
+            format!("; {excluded} excluded")
+        } else {
+            String::new()
+        };
         println!(
-            "{revision}: {pass}/{total} pass (official suite {official_pass}/{official_total})"
+            "{revision}: {pass}/{total} pass (official suite {official_pass}/{official_total}{excluded})"
         );
     }
     let bad = judged
@@ -221,16 +253,18 @@ pub(crate) fn report(
                 Verdict::Pass => "pass",
                 Verdict::Fail => "fail",
                 Verdict::ExpectedFail => "expected-fail",
+                Verdict::Excluded => "excluded",
                 Verdict::Stale => "stale-expected-failure",
             },
             "note": row.note,
             "expected_reason": listed.map(|entry| entry.reason.clone()),
             "seconds": (row.seconds * 10.0).round() / 10.0,
         })).collect::<Vec<_>>(),
-        "per_revision": counts.iter().map(|(revision, [pass, total, official_pass, official_total])| {
+        "per_revision": counts.iter().map(|(revision, [pass, total, official_pass, official_total, excluded])| {
             (revision.to_string(), json!({
                 "pass": pass, "total": total,
                 "official_pass": official_pass, "official_total": official_total,
+                "excluded": excluded,
             }))
         }).collect::<serde_json::Map<_, _>>(),
         "failing": bad,

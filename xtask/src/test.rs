@@ -639,6 +639,8 @@ fn dependency_direction() -> anyhow::Result<()> {
             problems.push(format!("{package} depends on {dependency}"));
         }
     }
+    // The transport is the MCP client; the gateway alone uses rmcp's server side (its
+    // own MCP server); the testkit and brain-conformance never publish.
     let allowed = [
         "brain-mcp-transport",
         "brain-mcp-gateway",

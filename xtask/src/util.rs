@@ -98,8 +98,15 @@ impl Server {
     /// Starts a server that prints `LISTENING <url>` on stdout once it accepts
     /// connections; its stderr goes to `log`, and the rest of its stdout to
     /// `<log>.stdout` (drained as it comes, so the server never blocks on a full pipe).
-    pub(crate) fn start(
+    pub(crate) fn start(command: Command, log: &Path, within: Duration) -> anyhow::Result<Self> {
+        Self::start_until(command, "LISTENING ", log, within)
+    }
+
+    /// [`start`](Self::start) for a server whose ready line starts with `ready` (its URL
+    /// follows).
+    pub(crate) fn start_until(
         mut command: Command,
+        ready: &'static str,
         log: &Path,
         within: Duration,
     ) -> anyhow::Result<Self> {
@@ -120,7 +127,7 @@ impl Server {
             let mut sent = false;
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
-                if !sent && let Some(url) = line.strip_prefix("LISTENING ") {
+                if !sent && let Some(url) = line.strip_prefix(ready) {
                     let _ = tx.send(url.trim().to_owned());
                     sent = true;
                 } else {
@@ -144,7 +151,8 @@ impl Server {
                     .collect::<Vec<_>>()
                     .join("\n");
                 anyhow::bail!(
-                    "{shown} did not print LISTENING within {} s; its stderr ({}):\n{tail}",
+                    "{shown} did not print {:?} within {} s; its stderr ({}):\n{tail}",
+                    ready.trim(),
                     within.as_secs(),
                     log.display()
                 )

@@ -26,7 +26,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use tracing::Instrument;
 
-use crate::{Caller, limits::Limits, results};
+use crate::{Caller, limits::Limits, results, serving::Serving};
 
 /// The key of the error object in an error result's `_meta`.
 pub const ERROR_META_KEY: &str = "brain.dev/error";
@@ -94,6 +94,14 @@ impl Handler {
             .cloned()
     }
 
+    /// The tenant of the request being served, outside a request context: the stdio
+    /// gateway's, or the HTTP caller's ([`Serving`]).
+    fn current_tenant(&self) -> Option<String> {
+        self.tenant
+            .clone()
+            .or_else(|| Serving::with(|serving| serving.caller.tenant.clone()))
+    }
+
     /// The tenant's bindings, in config order.
     fn bindings_for<'a>(&'a self, tenant: &'a str) -> impl Iterator<Item = &'a ToolBinding> {
         self.shared
@@ -116,6 +124,20 @@ impl Handler {
         let digest = hash.finalize();
         let hex: String = digest[..12].iter().map(|b| format!("{b:02x}")).collect();
         format!("gw-{hex}")
+    }
+}
+
+/// A binding as the MCP tool its callers see: its name, description and schemas, as
+/// configured.
+fn tool(binding: &ToolBinding) -> Tool {
+    let tool = Tool::new_with_raw(
+        binding.name.clone(),
+        Some(binding.description.clone().into()),
+        Arc::new(binding.input_schema.clone()),
+    );
+    match &binding.output_schema {
+        Some(schema) => tool.with_raw_output_schema(Arc::new(schema.clone())),
+        None => tool,
     }
 }
 
@@ -146,21 +168,19 @@ impl ServerHandler for Handler {
         let caller = self
             .caller(&cx)
             .ok_or_else(|| ErrorData::internal_error("no caller", None))?;
-        let tools = self
-            .bindings_for(&caller.tenant)
-            .map(|binding| {
-                let tool = Tool::new_with_raw(
-                    binding.name.clone(),
-                    Some(binding.description.clone().into()),
-                    Arc::new(binding.input_schema.clone()),
-                );
-                match &binding.output_schema {
-                    Some(schema) => tool.with_raw_output_schema(Arc::new(schema.clone())),
-                    None => tool,
-                }
-            })
-            .collect();
+        let tools = self.bindings_for(&caller.tenant).map(tool).collect();
         Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    /// A tool of the caller's tenant, for rmcp to check a call's `Mcp-Param-*` headers
+    /// against its input schema (SEP-2243) before the call runs; a tool the tenant may
+    /// not use is no tool here either (its headers go unchecked, and the call is refused
+    /// as an unknown tool).
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        let tenant = self.current_tenant()?;
+        self.bindings_for(&tenant)
+            .find(|binding| binding.name == name)
+            .map(tool)
     }
 
     async fn call_tool(

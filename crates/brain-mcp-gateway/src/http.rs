@@ -30,7 +30,8 @@ use serde_json::{Value, json};
 use crate::{
     handler::{CallerSession, Disconnect, Shared},
     identity::Identity,
-    sessions::{Opening, Sessions},
+    serving::Serving,
+    sessions::Sessions,
 };
 
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -136,8 +137,66 @@ async fn readyz(State(state): State<Arc<HttpState>>) -> Response {
     (status, axum::Json(body)).into_response()
 }
 
+/// The origins of pages served from this machine, any port: allowed on a loopback host
+/// (added to rmcp's list of allowed origins; the guard refuses them on any other host).
+pub(crate) const LOOPBACK_ORIGINS: &[&str] = &[
+    "http://localhost:*",
+    "https://localhost:*",
+    "http://127.0.0.1:*",
+    "https://127.0.0.1:*",
+    "http://[::1]:*",
+    "https://[::1]:*",
+];
+
+/// Whether a host (a `Host` header, or the authority of an `Origin`, port included or
+/// not) names this machine's loopback.
+fn is_loopback(authority: &str) -> bool {
+    let host = match authority.strip_prefix('[') {
+        // `[::1]:8080`
+        Some(rest) => rest.split_once(']').map_or(rest, |(host, _)| host),
+        None => match authority.rsplit_once(':') {
+            Some((host, port))
+                if !host.contains(':') && port.bytes().all(|b| b.is_ascii_digit()) =>
+            {
+                host
+            }
+            _ => authority,
+        },
+    };
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// A loopback `Origin` (a page on this machine) on a request to a host that is not
+/// loopback: a page that may not call this gateway.
+fn loopback_origin_elsewhere(headers: &axum::http::HeaderMap) -> bool {
+    let Some(origin) = headers
+        .get(header::ORIGIN)
+        .and_then(|value| value.to_str().ok())
+    else {
+        return false;
+    };
+    let Some((_, authority)) = origin.split_once("://") else {
+        return false;
+    };
+    let host = headers
+        .get(header::HOST)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or_default();
+    is_loopback(authority) && !is_loopback(host)
+}
+
 /// What stands in front of rmcp on `/mcp`.
 async fn guard(State(state): State<Arc<HttpState>>, request: Request, next: Next) -> Response {
+    if loopback_origin_elsewhere(request.headers()) {
+        return (
+            StatusCode::FORBIDDEN,
+            "Forbidden: Origin header is not allowed",
+        )
+            .into_response();
+    }
     let caller = match state.identity.caller(request.headers()).await {
         Ok(caller) => caller,
         Err(refusal) => return *refusal,
@@ -198,12 +257,12 @@ async fn guard(State(state): State<Arc<HttpState>>, request: Request, next: Next
         body
     };
     parts.extensions.insert(CallerSession(session));
-    let opening = Opening {
-        tenant: caller.tenant.clone(),
-        version,
+    let serving = Serving {
+        caller: caller.clone(),
+        initialize_version: version,
     };
     parts.extensions.insert(caller);
-    let response = opening
+    let response = serving
         .scope(next.run(Request::from_parts(parts, body)))
         .await;
     match disconnect {
@@ -300,6 +359,41 @@ impl http_body::Body for Guarded {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn loopback_hosts_and_origins() {
+        let cases = [
+            ("127.0.0.1:8080", true),
+            ("127.0.0.1", true),
+            ("localhost:3000", true),
+            ("LOCALHOST", true),
+            ("[::1]:8080", true),
+            ("[::1]", true),
+            ("::1", true),
+            ("127.1.2.3:80", true),
+            ("gw.example.com:443", false),
+            ("gw.example.com", false),
+            ("localhost.evil.example", false),
+            ("10.0.0.1:8080", false),
+            ("[2001:db8::1]:443", false),
+            ("", false),
+        ];
+        for (authority, loopback) in cases {
+            assert_eq!(is_loopback(authority), loopback, "{authority}");
+        }
+        let refused = |origin: &str, host: &str| {
+            let mut headers = axum::http::HeaderMap::new();
+            headers.insert(header::ORIGIN, HeaderValue::from_str(origin).unwrap());
+            headers.insert(header::HOST, HeaderValue::from_str(host).unwrap());
+            loopback_origin_elsewhere(&headers)
+        };
+        assert!(!refused("http://127.0.0.1:3000", "127.0.0.1:8080"));
+        assert!(!refused("http://localhost:3000", "[::1]:8080"));
+        assert!(refused("http://localhost:3000", "gw.example.com"));
+        // Other origins are rmcp's to judge against the config's list.
+        assert!(!refused("https://app.example.com", "gw.example.com"));
+        assert!(!refused("null", "gw.example.com"));
+    }
 
     #[test]
     fn only_tool_calls_with_an_id_are_watched() {

@@ -56,6 +56,7 @@ mod keys;
 mod limits;
 mod results;
 mod serve;
+mod serving;
 mod sessions;
 mod telemetry;
 
@@ -157,9 +158,17 @@ impl Gateway {
                     .to_owned(),
             );
         }
+        // A page served from this machine may call a gateway it reached on a loopback
+        // host (the guard refuses a loopback origin on any other host).
+        let mut origins = self.config.allowed_origins.clone();
+        origins.extend(
+            http::LOOPBACK_ORIGINS
+                .iter()
+                .map(|origin| (*origin).to_owned()),
+        );
         let mut config = StreamableHttpServerConfig::default()
             .with_allowed_hosts(hosts)
-            .with_allowed_origins(self.config.allowed_origins.clone())
+            .with_allowed_origins(origins)
             .enforce_origin_validation()
             .with_max_request_body_bytes(
                 usize::try_from(limits.max_body_bytes).unwrap_or(usize::MAX),

@@ -8,7 +8,7 @@
 //! not passed on (docs/gateway.md lists them).
 
 use brain_tools::{ContentBlock as Block, Delivery, ErrorKind, ResultEvent, ToolError};
-use rmcp::model::{CallToolResult, ContentBlock};
+use rmcp::model::{CallToolResult, ContentBlock, ResultType};
 use serde_json::Value;
 
 use crate::handler::{ERROR_META_KEY, error_object, error_result};
@@ -18,6 +18,9 @@ pub(crate) fn to_mcp(result: ResultEvent) -> CallToolResult {
     match (result.mcp_result, result.error) {
         (Some(raw), error) => {
             let mut passed = pass_on(raw);
+            // A 2025-11-25 server sends no `resultType`; a 2026-07-28 caller must get one
+            // (rmcp leaves it out for callers of older revisions).
+            passed.result_type.get_or_insert(ResultType::COMPLETE);
             if let Some(error) = error {
                 // A tool's own error (`isError`): its content as it came, and the error
                 // object beside it.

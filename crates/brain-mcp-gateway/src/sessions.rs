@@ -10,11 +10,11 @@
 
 use std::{
     collections::HashMap,
-    future::Future,
     sync::{Arc, Mutex, PoisonError},
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
+use crate::serving::Serving;
 use base64::Engine as _;
 use brain_tools::KeyRing;
 use futures::Stream;
@@ -42,28 +42,6 @@ const CONTEXT: &[u8] = b"brain.dev/gateway-session/1\0";
 const MAX_ENDED: usize = 100_000;
 /// The version a replayed handshake asks for when the id holds none.
 const DEFAULT_VERSION: &str = "2025-11-25";
-
-tokio::task_local! {
-    /// Who the request being served comes from, and the version its `initialize` asks
-    /// for: set by the HTTP guard around rmcp's service, read when rmcp makes or
-    /// restores a session in the same task.
-    static OPENING: Opening;
-}
-
-/// The caller of the request being served.
-#[derive(Debug, Clone)]
-pub(crate) struct Opening {
-    pub(crate) tenant: String,
-    /// `params.protocolVersion` of an `initialize` request.
-    pub(crate) version: Option<String>,
-}
-
-impl Opening {
-    /// Runs `serving` (rmcp's service, for one request) as this caller's.
-    pub(crate) async fn scope<F: Future>(self, serving: F) -> F::Output {
-        OPENING.scope(self, serving).await
-    }
-}
 
 /// What an id that opened holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -178,16 +156,17 @@ impl SessionManager for SealedSessions {
     type Transport = <LocalSessionManager as SessionManager>::Transport;
 
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), SessionError> {
-        let id = OPENING
-            .try_with(|opening| {
-                self.sessions.seal(
-                    &opening.tenant,
-                    opening.version.as_deref().unwrap_or(DEFAULT_VERSION),
-                )
-            })
-            .ok()
-            .flatten()
-            .ok_or(SessionError::NoCaller)?;
+        let id = Serving::with(|serving| {
+            self.sessions.seal(
+                &serving.caller.tenant,
+                serving
+                    .initialize_version
+                    .as_deref()
+                    .unwrap_or(DEFAULT_VERSION),
+            )
+        })
+        .flatten()
+        .ok_or(SessionError::NoCaller)?;
         let id = SessionId::from(id);
         // rmcp's manager makes a session under an id it is given only when restoring.
         match self.local.restore_session(id.clone()).await? {
@@ -259,7 +238,9 @@ pub(crate) struct SealedStore(pub(crate) Arc<Sessions>);
 #[brain_tools::async_trait]
 impl SessionStore for SealedStore {
     async fn load(&self, id: &str) -> Result<Option<SessionState>, SessionStoreError> {
-        let Ok(Some(sealed)) = OPENING.try_with(|opening| self.0.open(id, &opening.tenant)) else {
+        let Some(sealed) =
+            Serving::with(|serving| self.0.open(id, &serving.caller.tenant)).flatten()
+        else {
             return Ok(None);
         };
         let version: ProtocolVersion = serde_json::from_value(sealed.version.into())?;
@@ -276,7 +257,9 @@ impl SessionStore for SealedStore {
     }
 
     async fn delete(&self, id: &str) -> Result<(), SessionStoreError> {
-        if let Ok(Some(sealed)) = OPENING.try_with(|opening| self.0.open(id, &opening.tenant)) {
+        if let Some(sealed) =
+            Serving::with(|serving| self.0.open(id, &serving.caller.tenant)).flatten()
+        {
             self.0.end(id, sealed.expires);
         }
         Ok(())

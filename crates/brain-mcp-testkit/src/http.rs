@@ -69,7 +69,8 @@ impl TestServer {
             options.extra_tools,
             options.page_size,
             Stats::default(),
-        );
+        )
+        .with_conformance_tools(options.conformance_tools);
         kit.bearers = options.bearer.clone().map(Bearers::new);
         kit.hold_discover = options.hold_discover;
         let kit = Arc::new(kit);

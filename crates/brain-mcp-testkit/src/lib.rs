@@ -33,6 +33,7 @@
 //! ```
 
 mod bearer;
+mod conformance;
 mod counters;
 mod fault;
 mod http;

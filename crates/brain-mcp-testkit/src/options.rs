@@ -101,6 +101,11 @@ pub struct ServerOptions {
     /// some servers treat a method they do not know), instead of refusing it with
     /// `-32601`; `initialize` is still answered at once. Default `false`.
     pub hold_discover: bool,
+    /// Also list and serve the tools of the official conformance suite's server
+    /// scenarios (`test_simple_text`, `test_tool_with_progress`, `json_schema_2020_12_tool`,
+    /// ...), as the suite's fixture server answers them, after the scripted ones. Default
+    /// `false`.
+    pub conformance_tools: bool,
 }
 
 /// How a protected test server checks bearers and issues tokens.
@@ -148,6 +153,7 @@ impl Default for ServerOptions {
             tls: None,
             port: 0,
             hold_discover: false,
+            conformance_tools: false,
         }
     }
 }

@@ -93,6 +93,9 @@ pub struct StdioOptions {
     pub extra_tools: usize,
     /// In the legacy era, never answer `server/discover` (`--hold-discover`).
     pub hold_discover: bool,
+    /// Also serve the official conformance suite's tools (`--conformance-tools`; see
+    /// [`ServerOptions::conformance_tools`](crate::ServerOptions::conformance_tools)).
+    pub conformance_tools: bool,
 }
 
 impl StdioOptions {
@@ -113,12 +116,15 @@ impl StdioOptions {
 /// # Errors
 /// Reading stdin or writing stdout failed.
 pub async fn serve_stdio(options: StdioOptions) -> std::io::Result<()> {
-    let kit = Arc::new(Kit::new(
-        options.era,
-        options.extra_tools,
-        options.page_size,
-        Stats::with_file(options.counters_file.clone()),
-    ));
+    let kit = Arc::new(
+        Kit::new(
+            options.era,
+            options.extra_tools,
+            options.page_size,
+            Stats::with_file(options.counters_file.clone()),
+        )
+        .with_conformance_tools(options.conformance_tools),
+    );
     // Write the (empty) counters file at once, so that a test can read it before the first message.
     kit.stats.update(|_| {});
     let out = Arc::new(Output {

@@ -89,6 +89,17 @@ impl Kit {
         }
     }
 
+    /// Lists the official conformance suite's tools too (after the scripted ones, before
+    /// the generated ones) and answers their calls.
+    pub(crate) fn with_conformance_tools(mut self, on: bool) -> Self {
+        if on {
+            let generated = self.tools.split_off(TOOL_NAMES.len());
+            self.tools.extend(crate::conformance::catalog());
+            self.tools.extend(generated);
+        }
+        self
+    }
+
     /// Stops everything the server runs: waiting handlers and tasks end.
     pub(crate) fn stop(&self) {
         self.shutdown.cancel();
@@ -601,6 +612,13 @@ impl ServerHandler for Testkit {
             // `tasks.rs`.
             "task" => self.task(true, args, &cx).await,
             "maybe_task" => self.task(false, args, &cx).await,
+            name if crate::conformance::NAMES.contains(&name)
+                && self.kit.tools.iter().any(|t| t.name == name) =>
+            {
+                crate::conformance::call(name, args, &cx)
+                    .await
+                    .unwrap_or_else(|| Err(ErrorData::internal_error("not a suite tool", None)))
+            }
             name if name.starts_with("gen_") && self.kit.tools.iter().any(|t| t.name == name) => {
                 text(Value::Object(args.clone()).to_string())
             }
@@ -701,6 +719,19 @@ mod tests {
             tools[generated].input_schema,
             tools[generated + 1].input_schema
         );
+    }
+
+    #[test]
+    fn the_suites_tools_come_after_the_scripted_ones_and_before_the_generated_ones() {
+        let kit = Kit::new(Era::Both, 2, None, Stats::default()).with_conformance_tools(true);
+        let names: Vec<&str> = kit.tools.iter().map(|t| t.name.as_ref()).collect();
+        let (scripted, rest) = names.split_at(TOOL_NAMES.len());
+        let (suite, generated) = rest.split_at(crate::conformance::NAMES.len());
+        assert_eq!(scripted, TOOL_NAMES);
+        assert_eq!(suite, crate::conformance::NAMES);
+        assert_eq!(generated, ["gen_0000", "gen_0001"]);
+        let without = Kit::new(Era::Both, 0, None, Stats::default()).with_conformance_tools(false);
+        assert_eq!(without.tools.len(), TOOL_NAMES.len());
     }
 
     #[test]

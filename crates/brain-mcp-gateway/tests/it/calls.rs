@@ -211,3 +211,27 @@ async fn a_failed_call_says_what_happened_and_whether_a_retry_is_safe() {
     assert_eq!(running.upstream.counters().method("tools/call"), 0);
     running.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2026_caller_gets_a_complete_result_from_a_2025_server() {
+    // A 2025-11-25 server's result has no `resultType`; the 2026-07-28 revision requires
+    // one on every result.
+    let running = start(Era::Legacy, json!({})).await;
+    let (status, answer) = crate::support::post_modern(
+        &running.url,
+        &running.key("acme"),
+        "tools/call",
+        json!({"name": "echo", "arguments": {"message": "hi"}}),
+        &[],
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["result"]["content"][0]["text"], "hi");
+    assert_eq!(answer["result"]["resultType"], "complete", "{answer}");
+    assert_eq!(
+        running.upstream.counters().sessions_opened,
+        1,
+        "the upstream spoke 2025-11-25"
+    );
+    running.stop().await;
+}

@@ -93,7 +93,7 @@ async fn jwt_access_tokens_name_the_tenant_and_every_bad_one_is_refused() {
     for era in [EraPreference::Legacy, EraPreference::Modern] {
         let client = client(era);
         let listed = list(&client, endpoint(&running, &good)).await;
-        assert_eq!(listed.tools.len(), 7, "{era:?}: acme's tools");
+        assert_eq!(listed.tools.len(), 8, "{era:?}: acme's tools");
         let done = call(
             &client,
             endpoint(&running, &good),

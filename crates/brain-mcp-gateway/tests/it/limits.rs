@@ -158,3 +158,58 @@ async fn a_drain_lets_a_call_in_flight_finish_and_takes_no_new_one() {
     assert_eq!(gateway.calls_in_flight(), 0);
     running.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_on_this_machine_may_call_the_gateway_it_reached_on_loopback_and_no_other_page_may()
+{
+    // (Origin, Host, served?) with the credentials of acme: DNS rebinding protection.
+    let running = start(Era::Both, json!({"allowed_hosts": ["gw.example.com"]})).await;
+    let key = running.key("acme");
+    let port = running
+        .url
+        .split(':')
+        .nth(2)
+        .unwrap()
+        .trim_end_matches("/mcp")
+        .to_owned();
+    let loopback = format!("127.0.0.1:{port}");
+    let cases = [
+        (None, loopback.as_str(), true),
+        (Some("http://127.0.0.1:3000"), loopback.as_str(), true),
+        (Some("http://localhost:3000"), loopback.as_str(), true),
+        (Some("http://[::1]:3000"), loopback.as_str(), true),
+        (
+            Some(&*format!("http://{loopback}")),
+            loopback.as_str(),
+            true,
+        ),
+        (Some("http://evil.example.com"), loopback.as_str(), false),
+        (Some("http://evil.example.com"), "evil.example.com", false),
+        (None, "evil.example.com", false),
+        // A host the config allows, but a page of this machine: not a page of that host.
+        (Some("http://localhost:3000"), "gw.example.com", false),
+        (None, "gw.example.com", true),
+    ];
+    for (origin, host, served) in cases {
+        let mut request = crate::support::http()
+            .post(&running.url)
+            .bearer_auth(&key)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("host", host)
+            .body(initialize().to_string());
+        if let Some(origin) = origin {
+            request = request.header("origin", origin);
+        }
+        let status = request.send().await.unwrap().status();
+        assert_eq!(
+            status.is_success(),
+            served,
+            "Origin {origin:?}, Host {host}: {status}"
+        );
+        if !served {
+            assert_eq!(status, 403, "Origin {origin:?}, Host {host}");
+        }
+    }
+    running.stop().await;
+}

@@ -59,7 +59,8 @@ impl Running {
 }
 
 /// The bindings every test serves, on the testkit at `upstream`: acme may use echo,
-/// progress, hang, error, structured and image; globex only `shout` (the testkit's
+/// progress, hang, error, structured, image, resource_mix and `headed` (echo, its message
+/// also in an `Mcp-Param-Message` header, SEP-2243); globex only `shout` (the testkit's
 /// echo under another name).
 pub(crate) fn bindings(upstream: &str) -> Value {
     // Long enough that a test waiting 10 s for a cancel never sees a timeout instead.
@@ -80,6 +81,12 @@ pub(crate) fn bindings(upstream: &str) -> Value {
         mcp("structured", "structured", json!(["acme"]), any.clone()),
         mcp("image", "image", json!(["acme"]), any.clone()),
         mcp("resource_mix", "resource_mix", json!(["acme"]), any.clone()),
+        mcp(
+            "headed",
+            "echo",
+            json!(["acme"]),
+            json!({"type": "object", "properties": {"message": {"type": "string", "x-mcp-header": "Message"}}, "required": ["message"]}),
+        ),
         mcp("shout", "echo", json!(["globex"]), echo),
     ])
 }
@@ -218,4 +225,47 @@ pub(crate) fn initialize() -> Value {
     json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {},
         "clientInfo": {"name": "raw", "version": "1"}}})
+}
+
+/// A raw 2026-07-28 request to the gateway (stateless: the `_meta` and the headers of the
+/// revision, `Mcp-Name` from `params.name`), with `extra` headers; the HTTP status and
+/// the JSON-RPC answer (the JSON body, or the answer in an SSE stream).
+pub(crate) async fn post_modern(
+    url: &str,
+    bearer: &str,
+    method: &str,
+    mut params: Value,
+    extra: &[(&str, &str)],
+) -> (u16, Value) {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}
+    });
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
+    let mut request = http()
+        .post(url)
+        .bearer_auth(bearer)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method)
+        .body(body.to_string());
+    if let Some(name) = params.get("name").and_then(Value::as_str) {
+        request = request.header("mcp-name", name);
+    }
+    for (name, value) in extra {
+        request = request.header(*name, *value);
+    }
+    let answer = request.send().await.unwrap();
+    let status = answer.status().as_u16();
+    let text = answer.text().await.unwrap();
+    let message = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .map(str::trim)
+        .chain(std::iter::once(text.trim()))
+        .filter_map(|data| serde_json::from_str::<Value>(data).ok())
+        .find(|message| message.get("id").is_some())
+        .unwrap_or_default();
+    (status, message)
 }

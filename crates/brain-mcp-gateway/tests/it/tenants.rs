@@ -5,7 +5,7 @@ use brain_mcp_testkit::Era;
 use brain_tools::EraPreference;
 use serde_json::json;
 
-use crate::support::{call, client, endpoint, list, start};
+use crate::support::{call, client, endpoint, list, post_modern, start};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_tenant_lists_and_calls_only_its_own_tools_in_both_eras() {
@@ -30,7 +30,8 @@ async fn each_tenant_lists_and_calls_only_its_own_tools_in_both_eras() {
                 "error",
                 "structured",
                 "image",
-                "resource_mix"
+                "resource_mix",
+                "headed"
             ],
             "{era:?}"
         );
@@ -76,4 +77,59 @@ async fn each_tenant_lists_and_calls_only_its_own_tools_in_both_eras() {
         );
         running.stop().await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_calls_param_headers_are_checked_against_the_callers_own_binding() {
+    // SEP-2243: a value the input schema marks `x-mcp-header` travels in a header too,
+    // and a header that says otherwise than the body is refused (HTTP 400, -32020).
+    let running = start(Era::Both, json!({})).await;
+    let send = |key: String, tool: &'static str, header: Option<&'static str>| {
+        let url = running.url.clone();
+        async move {
+            let headers: Vec<(&str, &str)> = header
+                .map(|value| ("mcp-param-message", value))
+                .into_iter()
+                .collect();
+            let params = json!({"name": tool, "arguments": {"message": "Hello"}});
+            post_modern(&url, &key, "tools/call", params, &headers).await
+        }
+    };
+    let acme = running.key("acme");
+    let (status, message) = send(acme.clone(), "headed", Some("Hello")).await;
+    assert_eq!(status, 200, "{message}");
+    assert_eq!(message["result"]["content"][0]["text"], "Hello");
+    let (status, message) = send(acme.clone(), "headed", Some("=?base64?SGVsbG8=?=")).await;
+    assert_eq!(
+        (status, &message["result"]["content"][0]["text"]),
+        (200, &json!("Hello"))
+    );
+    for header in [Some("Goodbye"), Some("=?base64?SGVsbG8?="), None] {
+        let (status, message) = send(acme.clone(), "headed", header).await;
+        assert_eq!(
+            (status, &message["error"]["code"]),
+            (400, &json!(-32020)),
+            "{header:?}: {message}"
+        );
+    }
+    assert_eq!(
+        running.upstream.counters().method("tools/call"),
+        2,
+        "a refused call is not sent"
+    );
+    // Another tenant's tool is no tool of globex's: its headers are not checked against
+    // acme's binding, and the answer is the one for a tool that does not exist.
+    let globex = running.key("globex");
+    let (theirs_status, theirs) = send(globex.clone(), "headed", Some("Goodbye")).await;
+    let (none_status, none) = send(globex, "nope", Some("Goodbye")).await;
+    assert_eq!(theirs_status, none_status);
+    assert_eq!(theirs["error"]["code"], none["error"]["code"]);
+    assert_eq!(
+        theirs["error"]["message"]
+            .as_str()
+            .unwrap()
+            .replace("headed", "nope"),
+        none["error"]["message"].as_str().unwrap()
+    );
+    running.stop().await;
 }

@@ -8,6 +8,7 @@
 //! Flags: `--port N` (listen on `127.0.0.1:N`; default a free port, which `LISTENING` names),
 //! `--ignore-stdin-close` (run until a signal only), `--era legacy|modern|both`, `--no-nodelay`,
 //! `--json-response`, `--page-size N`, `--extra-tools N`,
+//! `--conformance-tools` (also serve the official conformance suite's tools),
 //! `--no-call-details` (do not keep every call's `_meta` and headers), `--protected` (bearers
 //! required on `/mcp`; the server is its own authorization server for the client credentials
 //! grant of client `testkit-client`, whose secret is `$TESTKIT_CLIENT_SECRET`; the token in
@@ -22,7 +23,7 @@ use brain_mcp_testkit::{BearerOptions, ServerOptions, TestServer};
 use tokio::io::AsyncReadExt;
 
 const USAGE: &str = "usage: brain-mcp-testkit-http [--port N] [--ignore-stdin-close] [--era legacy|modern|both] \
-[--no-nodelay] [--json-response] [--page-size N] [--extra-tools N] [--no-call-details] [--protected] \
+[--no-nodelay] [--json-response] [--page-size N] [--extra-tools N] [--conformance-tools] [--no-call-details] [--protected] \
 [--tls h1|h2 --ca-out PATH] [--hold-discover]
 Runs until SIGTERM, SIGINT or (without --ignore-stdin-close) its stdin closes; prints LISTENING <url>.";
 
@@ -66,6 +67,7 @@ fn run() -> Result<(), String> {
             "--json-response" => options.json_response = true,
             "--page-size" => options.page_size = Some(number(&mut args, "--page-size")?),
             "--extra-tools" => options.extra_tools = number(&mut args, "--extra-tools")?,
+            "--conformance-tools" => options.conformance_tools = true,
             "--no-call-details" => call_details = false,
             "--protected" => {
                 let client_secret = std::env::var("TESTKIT_CLIENT_SECRET")

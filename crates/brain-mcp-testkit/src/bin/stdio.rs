@@ -1,6 +1,7 @@
 //! `brain-mcp-testkit-stdio`: the testkit's scripted MCP tools over stdin/stdout, for stdio client tests.
 //!
-//! Flags: `--era legacy|modern|both` (default both), `--page-size N`, `--extra-tools N`, and the faults
+//! Flags: `--era legacy|modern|both` (default both), `--page-size N`, `--extra-tools N`, `--conformance-tools`
+//! (also serve the official conformance suite's tools), and the faults
 //! `--exit-before-handshake` (exit 3 at once), `--garbage-stdout`, `--flood-stderr`, `--ignore-stdin-close`,
 //! `--spawn-grandchild PIDFILE` (start `sleep 1000` in our process group, write its pid),
 //! `--spawn-setsid-grandchild PIDFILE` (the same in a session of its own, out of our process group, holding our
@@ -17,7 +18,7 @@ use std::process::ExitCode;
 
 use brain_mcp_testkit::{Era, StdioOptions, serve_stdio};
 
-const USAGE: &str = "usage: brain-mcp-testkit-stdio [--era legacy|modern|both] [--page-size N] [--extra-tools N] \
+const USAGE: &str = "usage: brain-mcp-testkit-stdio [--era legacy|modern|both] [--page-size N] [--extra-tools N] [--conformance-tools] \
 [--exit-before-handshake] [--garbage-stdout] [--flood-stderr] [--ignore-stdin-close] \
 [--spawn-grandchild PIDFILE] [--spawn-setsid-grandchild PIDFILE] [--exit-mid-call] [--crash-mid-call segv|STATUS] [--env-file FILE] [--pid-log FILE] \
 [--stderr-line TEXT] [--stderr-env NAME] [--start-delay-ms MS]";
@@ -52,6 +53,7 @@ fn run() -> Result<ExitCode, String> {
             "--era" => options.era = value(&mut args, "--era")?.parse()?,
             "--page-size" => options.page_size = Some(number(&mut args, "--page-size")?),
             "--extra-tools" => options.extra_tools = number(&mut args, "--extra-tools")?,
+            "--conformance-tools" => options.conformance_tools = true,
             "--start-delay-ms" => {
                 let delay = number(&mut args, "--start-delay-ms")?;
                 std::thread::sleep(std::time::Duration::from_millis(delay as u64));
