@@ -1605,7 +1605,8 @@ fn rows(fx: &Fixtures, servers: &Servers) -> Vec<Row> {
             e(CredentialStore, NotSent),
         )
         .contains(
-            "is not a grant record; run `mcp-tools logout --config <host-config.json> --tool ",
+            "is not a grant record; it did not run, and calling it again the same way fails \
+             the same way: run `mcp-tools logout --config <host-config.json> --tool ",
         ),
         grant_row(
             "the credential store (PostgreSQL) hangs when a token needs renewing",

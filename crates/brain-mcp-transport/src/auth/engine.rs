@@ -5,10 +5,7 @@
 use std::{
     collections::HashMap,
     fmt,
-    sync::{
-        Arc, Mutex, PoisonError,
-        atomic::{AtomicUsize, Ordering},
-    },
+    sync::{Arc, Mutex, PoisonError},
     time::Duration,
 };
 
@@ -214,10 +211,7 @@ impl Auth {
         let entry = self.entry(run.authorization, run.url);
         // The store as this operation sees it: a deadline that passes while the store
         // has not answered ends the operation `credential_store`, not `timeout`.
-        let watched = Arc::new(Watched {
-            store: Arc::clone(&self.inner.store),
-            waiting: AtomicUsize::new(0),
-        });
+        let watched = Arc::new(Watched::new(Arc::clone(&self.inner.store)));
         let store: Arc<dyn CredentialStore> = watched.clone();
         let ctx = self.ctx(run.authorizer.as_ref(), &store);
         let mut token = if run.login {
@@ -385,9 +379,12 @@ fn authorize_span(reason: &'static str) -> tracing::Span {
 }
 
 /// Waits for an authorization step within the operation's deadline and cancellation. A
-/// deadline that passes while the credential store has not answered is the store's
-/// failure (`credential_store`): a store that hangs (a database unreachable behind a
-/// firewall that drops packets) is named as what held the call up.
+/// deadline that passes while a request to the credential store has gone unanswered for
+/// a while (a quarter second, or half the time the operation had if that is shorter) is
+/// the store's failure (`credential_store`): a store that hangs (a database unreachable
+/// behind a firewall that drops packets) is named as what held the call up. A deadline
+/// that falls on one of the quick requests of waiting for another's refresh (the lease
+/// polled with backoff) is the call's `timeout`, as it would be between two of them.
 async fn bounded<T>(
     run: &Run<'_>,
     store: &Watched,
@@ -397,7 +394,7 @@ async fn bounded<T>(
     // what it waits for) is dropped before a branch of `select!` runs.
     let deadline = async {
         tokio::time::sleep_until(run.deadline).await;
-        store.waiting.load(Ordering::Acquire) > 0
+        store.holding_up(run.deadline)
     };
     tokio::select! {
         outcome = step => outcome,
@@ -416,33 +413,59 @@ async fn bounded<T>(
     }
 }
 
-/// The credential store as one operation sees it: counts the requests to it in flight.
+/// The credential store as one operation sees it: the requests to it in flight, and since
+/// when one has been.
 #[derive(Debug)]
 struct Watched {
     store: Arc<dyn CredentialStore>,
-    waiting: AtomicUsize,
+    began: Instant,
+    /// How many requests are in flight, and since when (the first of them).
+    waiting: Mutex<(usize, Option<Instant>)>,
 }
 
-/// One request to the store in flight, for as long as it lives.
-struct Waiting<'a>(&'a AtomicUsize);
+impl Watched {
+    fn new(store: Arc<dyn CredentialStore>) -> Self {
+        Self {
+            store,
+            began: Instant::now(),
+            waiting: Mutex::new((0, None)),
+        }
+    }
 
-impl<'a> Waiting<'a> {
-    fn new(waiting: &'a AtomicUsize) -> Self {
-        waiting.fetch_add(1, Ordering::AcqRel);
-        Self(waiting)
+    /// Whether a request to the store, unanswered at `deadline`, is what held the
+    /// operation up: in flight for a quarter second, or half the operation's time.
+    fn holding_up(&self, deadline: Instant) -> bool {
+        let since = lock(&self.waiting).1;
+        let long =
+            Duration::from_millis(250).min(deadline.saturating_duration_since(self.began) / 2);
+        since.is_some_and(|since| Instant::now().saturating_duration_since(since) >= long)
+    }
+
+    fn request(&self) -> Waiting<'_> {
+        let mut waiting = lock(&self.waiting);
+        waiting.0 += 1;
+        waiting.1.get_or_insert_with(Instant::now);
+        Waiting(self)
     }
 }
 
+/// One request to the store in flight, for as long as it lives.
+struct Waiting<'a>(&'a Watched);
+
 impl Drop for Waiting<'_> {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
+        let mut waiting = lock(&self.0.waiting);
+        waiting.0 -= 1;
+        if waiting.0 == 0 {
+            waiting.1 = None;
+        }
     }
 }
 
 #[async_trait::async_trait]
 impl CredentialStore for Watched {
     async fn load(&self, key: &GrantKey) -> Result<Option<VersionedGrant>, StoreError> {
-        let _waiting = Waiting::new(&self.waiting);
+        let _waiting = self.request();
         self.store.load(key).await
     }
 
@@ -452,7 +475,7 @@ impl CredentialStore for Watched {
         grant: &StoredGrant,
         expected: Expected,
     ) -> Result<Swap<GrantVersion>, StoreError> {
-        let _waiting = Waiting::new(&self.waiting);
+        let _waiting = self.request();
         self.store.save(key, grant, expected).await
     }
 
@@ -461,22 +484,22 @@ impl CredentialStore for Watched {
         key: &GrantKey,
         version: Option<GrantVersion>,
     ) -> Result<Swap<()>, StoreError> {
-        let _waiting = Waiting::new(&self.waiting);
+        let _waiting = self.request();
         self.store.remove(key, version).await
     }
 
     async fn keys(&self, tenant: &str, resource: &str) -> Result<Vec<GrantKey>, StoreError> {
-        let _waiting = Waiting::new(&self.waiting);
+        let _waiting = self.request();
         self.store.keys(tenant, resource).await
     }
 
     async fn purge(&self, tenant: &str, resource: &str) -> Result<usize, StoreError> {
-        let _waiting = Waiting::new(&self.waiting);
+        let _waiting = self.request();
         self.store.purge(tenant, resource).await
     }
 
     async fn try_lease(&self, key: &GrantKey, ttl: Duration) -> Result<Option<Lease>, StoreError> {
-        let _waiting = Waiting::new(&self.waiting);
+        let _waiting = self.request();
         self.store.try_lease(key, ttl).await
     }
 
