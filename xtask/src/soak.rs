@@ -6,6 +6,12 @@
 //! processes. It fails on any unexpected result, any leak
 //! (calls, tasks, child processes, sessions, file descriptors) and on memory growth past
 //! 10% after the warm-up, and prints its figures.
+//!
+//! Then the gateway fleet (`crates/mcp-tools/tests/it/gateway_fleet.rs`) for a minute each
+//! (`BRAIN_FLEET_SECONDS`, 15 s in CI): three `mcp-tools serve` replicas on one PostgreSQL
+//! behind a round-robin front, SDK callers in both eras, 2-second upstream tokens, a
+//! replica killed, a rolling restart. The peers must be installed (`cargo xtask test
+//! --step peers`).
 
 use anyhow::Context as _;
 
@@ -40,5 +46,18 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
             ])
             .args(["--", "--exact", "soak::soak", "--nocapture"])
             .env("BRAIN_SOAK_CALLS", calls.to_string()),
+    )?;
+    util::run(
+        util::cargo()
+            .args([
+                "test",
+                "-p",
+                "brain-mcp-tools",
+                "--test",
+                "it",
+                "gateway_fleet",
+            ])
+            .args(["--", "--nocapture", "--test-threads", "1"])
+            .env("BRAIN_FLEET_SECONDS", "60"),
     )
 }

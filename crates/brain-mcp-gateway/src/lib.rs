@@ -191,9 +191,11 @@ impl Gateway {
 
     /// Serves the router on `listener` (with TLS when the config's `tls` names
     /// certificate files) until `shutdown` resolves; then drains: `/readyz` answers 503,
-    /// nothing new is accepted, calls in flight run to their end within the config's
-    /// `drain_seconds`, the rest are cancelled (each still gets its one result), and the
-    /// host's client is shut down (a grant's refresh in flight is saved).
+    /// calls are still taken for the config's `drain_notice_seconds` (a load balancer's
+    /// check sees the 503 first), then new calls are refused (`overloaded`, retryable),
+    /// calls in flight run to their end within `drain_seconds`, the rest are cancelled
+    /// (each still gets its one result), connections close, and the host's client is shut
+    /// down (a grant's refresh in flight is saved).
     ///
     /// # Errors
     /// The TLS certificate or key cannot be read.
@@ -223,9 +225,18 @@ impl Gateway {
             self.closed.clone(),
         ));
         shutdown.await;
+        // `/readyz` answers 503 at once; the gateway serves as before for the notice, so
+        // that a load balancer takes it out of rotation before it stops taking calls.
+        self.state.ready.store(false, Ordering::Release);
+        let notice = Duration::from_secs(limits.drain_notice_seconds);
+        if !notice.is_zero() {
+            tokio::time::sleep(notice).await;
+        }
+        // New calls are refused (`overloaded`, retryable) while those in flight end.
         self.drain(Duration::from_secs(limits.drain_seconds)).await;
+        // Connections end with their last response; what a client keeps open (a
+        // session's event stream) is cut.
         stop.cancel();
-        // Connections end with their last response; what a client keeps open is cut.
         let _ = tokio::time::timeout(CLOSE_GRACE, accepting).await;
         self.closed.cancel();
         let unsaved = self.state.shared.host.shutdown(CLOSE_GRACE).await;

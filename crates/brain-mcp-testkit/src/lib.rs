@@ -36,6 +36,7 @@ mod bearer;
 mod conformance;
 mod counters;
 mod fault;
+mod front;
 mod http;
 #[cfg(feature = "oauth")]
 pub mod oauth;
@@ -51,6 +52,7 @@ mod tools;
 
 pub use counters::{Counters, read_counters_file};
 pub use fault::HttpFault;
+pub use front::Front;
 pub use http::TestServer;
 pub use options::{BearerOptions, Era, ServerOptions};
 #[cfg(feature = "postgres")]

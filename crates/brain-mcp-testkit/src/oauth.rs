@@ -54,6 +54,9 @@ pub struct ResourceState {
     pub seen: Mutex<Vec<(String, Option<String>, Value)>>,
     /// `tools/call` requests the server ran.
     pub calls: AtomicUsize,
+    /// The arguments of every `tools/call` the server ran (not those it refused), in
+    /// order.
+    pub ran: Mutex<Vec<Value>>,
     /// The scope `tools/call` needs.
     pub call_scope: Mutex<Option<String>>,
     /// The scope named in the 401 challenge.
@@ -70,6 +73,13 @@ pub struct ResourceState {
     pub open_handshake: std::sync::atomic::AtomicBool,
     /// DPoP, shared with the authorization server (off by default).
     pub dpop: Arc<DpopState>,
+    /// When each token the authorization server issued expires (its `expires_in`).
+    pub expires: Mutex<HashMap<String, std::time::Instant>>,
+    /// Set: a token past its expiry is refused (401 `invalid_token`), as a real resource
+    /// server refuses it.
+    pub enforce_expiry: std::sync::atomic::AtomicBool,
+    /// Requests refused for a token past its expiry.
+    pub expired: AtomicUsize,
 }
 
 impl ResourceState {
@@ -222,6 +232,16 @@ impl Respond for ResourceAnswers {
         let scopes = token
             .as_ref()
             .and_then(|token| lock(&self.state.accepted).get(token).cloned());
+        let expired = token.as_ref().is_some_and(|token| {
+            self.state.enforce_expiry.load(Ordering::SeqCst)
+                && lock(&self.state.expires)
+                    .get(token)
+                    .is_some_and(|at| *at <= std::time::Instant::now())
+        });
+        if expired {
+            self.state.expired.fetch_add(1, Ordering::SeqCst);
+            return self.challenge();
+        }
         let open = method != "tools/call" && self.state.open_handshake.load(Ordering::SeqCst);
         let Some(scopes) = scopes.or_else(|| open.then(Vec::new)) else {
             return self.challenge();
@@ -270,13 +290,20 @@ impl Respond for ResourceAnswers {
                         .insert_header("www-authenticate", header.as_str());
                 }
                 self.state.calls.fetch_add(1, Ordering::SeqCst);
+                lock(&self.state.ran).push(body["params"]["arguments"].clone());
                 let text = lock(&self.state.answer)
                     .clone()
                     .unwrap_or_else(|| "ok".to_owned());
-                ResponseTemplate::new(200).set_body_json(json!({
-                    "jsonrpc": "2.0", "id": id,
-                    "result": {"content": [{"type": "text", "text": text}]}
-                }))
+                // `ms`: the tool takes that long.
+                let took = Duration::from_millis(
+                    body["params"]["arguments"]["ms"].as_u64().unwrap_or(0),
+                );
+                ResponseTemplate::new(200)
+                    .set_body_json(json!({
+                        "jsonrpc": "2.0", "id": id,
+                        "result": {"content": [{"type": "text", "text": text}]}
+                    }))
+                    .set_delay(took)
             }
             _ if id.is_null() => ResponseTemplate::new(202),
             _ => ResponseTemplate::new(200).set_body_json(json!({
@@ -475,6 +502,10 @@ impl AsState {
         let n = self.issued.fetch_add(1, Ordering::SeqCst);
         let access = format!("at-{n}-0123456789abcdef");
         self.resource.accept(&access, scopes.to_vec());
+        let lifetime = *lock(&self.expires_in);
+        if let Some(at) = std::time::Instant::now().checked_add(Duration::from_secs(lifetime)) {
+            lock(&self.resource.expires).insert(access.clone(), at);
+        }
         lock(&self.grant_tokens)
             .entry(grant)
             .or_default()

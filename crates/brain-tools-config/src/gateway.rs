@@ -75,6 +75,11 @@ pub struct GatewayLimits {
     /// On SIGTERM, how long calls in flight may run before they are cancelled
     /// (default 30).
     pub drain_seconds: u64,
+    /// On SIGTERM, how long the gateway goes on serving as before once `/readyz` answers
+    /// 503, so that a load balancer's health check takes it out of rotation before it
+    /// stops taking calls (default 0: a gateway alone; for a fleet, the balancer's check
+    /// interval times the failures it waits for).
+    pub drain_notice_seconds: u64,
 }
 
 impl Default for GatewayLimits {
@@ -87,6 +92,7 @@ impl Default for GatewayLimits {
             idle_timeout_seconds: 120,
             max_connections: 1024,
             drain_seconds: 30,
+            drain_notice_seconds: 0,
         }
     }
 }

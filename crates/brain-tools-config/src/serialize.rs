@@ -267,6 +267,7 @@ impl Serialize for GatewayConfig {
                 "idle_timeout_seconds": limits.idle_timeout_seconds,
                 "max_connections": limits.max_connections,
                 "drain_seconds": limits.drain_seconds,
+                "drain_notice_seconds": limits.drain_notice_seconds,
             }),
         )?;
         map.end()

@@ -159,6 +159,37 @@ async fn a_drain_lets_a_call_in_flight_finish_and_takes_no_new_one() {
     running.stop().await;
 }
 
+/// With a drain notice, a stopping gateway says 503 on `/readyz` at once and goes on
+/// serving calls until the notice ends, so a load balancer's check takes it out of
+/// rotation before any call is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn during_the_drain_notice_readyz_says_503_and_calls_are_still_served() {
+    let running = start(Era::Both, json!({"limits": {"drain_notice_seconds": 3}})).await;
+    let client = client(EraPreference::Auto);
+    let acme = endpoint(&running, &running.key("acme"));
+    let gateway = running.gateway.clone();
+    running.stop_token().cancel();
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while gateway.is_ready() {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the notice starts");
+    let base = running.url.trim_end_matches("/mcp").to_owned();
+    let ready = crate::support::get(&format!("{base}/readyz")).await;
+    assert_eq!(ready.status(), 503);
+    let served = call(&client, acme, "echo", json!({"message": "still here"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        served.result["content"][0]["text"], "still here",
+        "{:?}",
+        served.result
+    );
+    running.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_page_on_this_machine_may_call_the_gateway_it_reached_on_loopback_and_no_other_page_may()
 {

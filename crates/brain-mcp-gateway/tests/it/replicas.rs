@@ -3,7 +3,7 @@
 //! another ring, another tenant, an altered id or an ended session get 404 (the client
 //! starts a new session).
 
-use std::time::Duration;
+use std::{collections::HashMap, time::Duration};
 
 use brain_mcp_gateway::Gateway;
 use brain_mcp_testkit::{Era, ServerOptions, TestServer};
@@ -100,8 +100,8 @@ fn echo(id: u64, message: &str) -> Value {
            "params": {"name": "echo", "arguments": {"message": message}}})
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_session_opened_on_one_replica_is_served_by_any_other_with_the_same_keys() {
+/// The testkit, and a key file with keys for acme and globex.
+async fn upstream_and_keys() -> (TestServer, tempfile::TempDir, HashMap<&'static str, String>) {
     let upstream = TestServer::start(ServerOptions {
         era: Era::Both,
         ..ServerOptions::default()
@@ -110,15 +110,21 @@ async fn a_session_opened_on_one_replica_is_served_by_any_other_with_the_same_ke
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let mut lines = String::new();
-    let mut keys = std::collections::HashMap::new();
+    let mut keys = HashMap::new();
     for tenant in ["acme", "globex"] {
         let (key, line) = brain_mcp_gateway::new_api_key(tenant).unwrap();
         keys.insert(tenant, key);
         lines.push_str(&line);
         lines.push('\n');
     }
+    std::fs::write(dir.path().join("keys"), lines).unwrap();
+    (upstream, dir, keys)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_opened_on_one_replica_is_served_by_any_other_with_the_same_keys() {
+    let (upstream, dir, keys) = upstream_and_keys().await;
     let key_file = dir.path().join("keys");
-    std::fs::write(&key_file, lines).unwrap();
     let a = replica(&upstream, &key_file, Some(RING)).await;
     let b = replica(&upstream, &key_file, Some(RING)).await;
     let stranger = replica(&upstream, &key_file, None).await;
@@ -206,4 +212,75 @@ async fn a_session_opened_on_one_replica_is_served_by_any_other_with_the_same_ke
     assert!((200..300).contains(&status), "{status}");
     let (status, _) = send(&b.url, acme, &session, post.clone(), Some(echo(11, "x"))).await;
     assert_eq!(status, 404, "ended");
+}
+
+/// A `notifications/cancelled` that lands on another replica than the call's does not
+/// cancel it (no replica knows where another's calls run): the call runs to its end. The
+/// caller's connection closing always cancels (`calls.rs`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_that_lands_on_another_replica_does_not_cancel_the_call() {
+    let (upstream, dir, keys) = upstream_and_keys().await;
+    let key_file = dir.path().join("keys");
+    let a = replica(&upstream, &key_file, Some(RING)).await;
+    let b = replica(&upstream, &key_file, Some(RING)).await;
+    let acme = keys["acme"].as_str();
+    let session = open_session(&a.url, acme).await;
+    let (status, _) = send(
+        &a.url,
+        acme,
+        &session,
+        reqwest::Method::POST,
+        Some(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})),
+    )
+    .await;
+    assert_eq!(status, 202);
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+        "name": "progress", "arguments": {"steps": 5, "delay_ms": 100},
+        "_meta": {"progressToken": "p7"}}});
+    let mut calling = http()
+        .post(&a.url)
+        .bearer_auth(acme)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-11-25")
+        .header("mcp-session-id", &session)
+        .body(call.to_string())
+        .send()
+        .await
+        .unwrap();
+    // At the call's first progress, the cancel goes to the other replica.
+    let mut seen = String::new();
+    while !seen.contains("notifications/progress") {
+        let chunk = tokio::time::timeout(Duration::from_secs(10), calling.chunk())
+            .await
+            .expect("progress comes")
+            .unwrap()
+            .expect("the stream goes on");
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    let (status, _) = send(
+        &b.url,
+        acme,
+        &session,
+        reqwest::Method::POST,
+        Some(
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                    "params": {"requestId": 7, "reason": "the user gave up"}}),
+        ),
+    )
+    .await;
+    assert_eq!(status, 202, "the other replica takes the notification");
+    let rest = tokio::time::timeout(Duration::from_secs(10), calling.text())
+        .await
+        .expect("the call ends")
+        .unwrap();
+    seen.push_str(&rest);
+    let result: Value = seen
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
+        .find(|message| message["id"] == 7)
+        .expect("the call's answer");
+    assert_eq!(result["result"]["content"][0]["text"], "done", "{result}");
+    assert_eq!(upstream.counters().handler_cancellations, 0);
 }

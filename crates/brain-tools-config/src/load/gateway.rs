@@ -34,6 +34,7 @@ const LIMIT_FIELDS: &[&str] = &[
     "idle_timeout_seconds",
     "max_connections",
     "drain_seconds",
+    "drain_notice_seconds",
 ];
 
 impl Loader<'_> {
@@ -313,6 +314,12 @@ impl Loader<'_> {
         );
         let max_connections = number("max_connections", 1, 100_000, defaults.max_connections);
         let drain_seconds = number("drain_seconds", 0, 3600, defaults.drain_seconds);
+        let drain_notice_seconds = number(
+            "drain_notice_seconds",
+            0,
+            300,
+            defaults.drain_notice_seconds,
+        );
         Some(GatewayLimits {
             calls_in_flight_per_tenant: calls_in_flight_per_tenant?,
             requests_per_minute_per_tenant: requests_per_minute_per_tenant?,
@@ -321,6 +328,7 @@ impl Loader<'_> {
             idle_timeout_seconds: idle_timeout_seconds?,
             max_connections: max_connections?,
             drain_seconds: drain_seconds?,
+            drain_notice_seconds: drain_notice_seconds?,
         })
     }
 }

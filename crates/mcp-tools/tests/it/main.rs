@@ -7,6 +7,8 @@ mod credentials;
 mod deadlines;
 mod discover;
 mod fleet;
+#[cfg(all(feature = "gateway", feature = "postgres"))]
+mod gateway_fleet;
 mod help;
 mod human;
 mod layers;

