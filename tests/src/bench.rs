@@ -36,7 +36,14 @@
 //! - `config --bindings N`: loading a host config of N bindings.
 //! - `proxy --target URL|HOST:PORT --delay-ms D`: a TCP proxy adding D ms each way (the
 //!   simulated network; see `proxy`). Prints `LISTENING <url>`, runs until stdin closes.
+//! - In front of a gateway (`cargo xtask bench --only gateway`): `seq` (clients `legacy`,
+//!   `modern`), `concurrent` and `inflight` take `--token-env VAR` (the gateway's bearer,
+//!   as the bindings' `token_env`) and `--prefix P` (the upstream's tools as the gateway
+//!   names them: P + the name); `concurrent` and `inflight` take `--watch-pid PID` (the CPU
+//!   time, or the resident memory, of the gateway's process tree); `issuer` and `idle` (see
+//!   `gateway`).
 
+mod gateway;
 mod hostile;
 mod otel;
 mod proxy;
@@ -145,6 +152,10 @@ async fn run(args: &[String]) -> anyhow::Result<Value> {
         )
         .await;
     }
+    if args.first().map(String::as_str) == Some("issuer") {
+        gateway::issuer(args).await?;
+        return Ok(json!({"issuer": "stopped"}));
+    }
     if args.first().map(String::as_str) == Some("hostile") {
         return hostile::run(flag_value(args, "--case").unwrap_or("blocks"), memory).await;
     }
@@ -158,6 +169,7 @@ async fn run(args: &[String]) -> anyhow::Result<Value> {
                 number(args, "--callers", 16)?,
                 number(args, "--calls", 2000)?,
                 !args.iter().any(|arg| arg == "--cold"),
+                args,
             )
             .await
         }
@@ -176,6 +188,7 @@ async fn run(args: &[String]) -> anyhow::Result<Value> {
                 options,
                 number(args, "--calls", 1000)?,
                 number(args, "--sleep-ms", 2000)?,
+                args,
             )
             .await
         }
@@ -188,6 +201,7 @@ async fn run(args: &[String]) -> anyhow::Result<Value> {
             .await
         }
         Some("discover") => discover(url).await,
+        Some("idle") => gateway::idle(args, url).await,
         other => bail!(
             "unknown mode {other:?}: seq, concurrent, inflight, stream, discover, config or proxy"
         ),
@@ -230,11 +244,33 @@ fn host_with(
     options: ClientOptions,
     extra: &Value,
 ) -> anyhow::Result<ToolHost> {
-    let tools: Vec<Value> = [("echo", 30), ("sleep", 60), ("big", 60)]
+    host_prefixed(url, budget, options, extra, "")
+}
+
+/// What a load-generator run in front of a gateway adds to every binding: `--token-env
+/// VAR` (the gateway's bearer, as `token_env`) and `--prefix P` (the upstream tools'
+/// names as the gateway serves them: `P` + the name).
+fn through(args: &[String]) -> (Value, &str) {
+    let extra = flag_value(args, "--token-env")
+        .map_or_else(|| json!({}), |var| json!({ "token_env": var }));
+    (extra, flag_value(args, "--prefix").unwrap_or(""))
+}
+
+/// [`host_with`], the server's tools named `prefix` + the tool.
+fn host_prefixed(
+    url: &str,
+    budget: u64,
+    options: ClientOptions,
+    extra: &Value,
+    prefix: &str,
+) -> anyhow::Result<ToolHost> {
+    // Echo's 120 s: 256 calls in flight through a gateway that serves 10 a second wait
+    // their turn for tens of seconds.
+    let tools: Vec<Value> = [("echo", 120), ("sleep", 120), ("big", 60)]
         .iter()
         .map(|(tool, timeout)| {
             let mut binding = json!({"name": tool, "input_schema": {"type": "object"}, "url": url,
-                "mcp_tool": tool, "tenants": ["bench"], "timeout_seconds": timeout,
+                "mcp_tool": format!("{prefix}{tool}"), "tenants": ["bench"], "timeout_seconds": timeout,
                 "max_output_bytes": budget});
             if let (Some(binding), Some(extra)) = (binding.as_object_mut(), extra.as_object()) {
                 binding.extend(extra.clone());
@@ -358,11 +394,13 @@ async fn seq(args: &[String]) -> anyhow::Result<Value> {
         }
         "legacy" | "legacy-cold" => {
             let warm = client == "legacy";
-            let host = host_with(
+            let (extra, prefix) = through(args);
+            let host = host_prefixed(
                 url()?,
                 1 << 20,
                 options(EraPreference::Legacy, warm)?,
-                &json!({}),
+                &extra,
+                prefix,
             )?;
             let name = if warm {
                 "ours, legacy session per call"
@@ -372,11 +410,13 @@ async fn seq(args: &[String]) -> anyhow::Result<Value> {
             ours(host, name, pace).await?
         }
         "modern" => {
-            let host = host_with(
+            let (extra, prefix) = through(args);
+            let host = host_prefixed(
                 url()?,
                 1 << 20,
                 options(EraPreference::Modern, true)?,
-                &json!({}),
+                &extra,
+                prefix,
             )?;
             ours(host, "ours, 2026-07-28 stateless", pace).await?
         }
@@ -831,16 +871,22 @@ async fn concurrent(
     callers: u64,
     calls: u64,
     warm: bool,
+    args: &[String],
 ) -> anyhow::Result<Value> {
-    let host = host_with(
+    let (extra, prefix) = through(args);
+    let host = host_prefixed(
         url,
         1 << 20,
         ClientOptions::default().era(era).warm_contexts(warm),
-        &json!({}),
+        &extra,
+        prefix,
     )?;
     for i in 0..callers.min(32) {
         echo(&host, i).await?;
     }
+    // A gateway's process tree (`--watch-pid`): the CPU time the timed calls cost it.
+    let watched = gateway::watched(args)?;
+    let cpu_before = watched.map(gateway::tree_cpu_seconds);
     let next = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let latencies = Arc::new(Mutex::new(Vec::with_capacity(calls as usize)));
     let started = Instant::now();
@@ -872,7 +918,13 @@ async fn concurrent(
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner),
     );
+    let calls_done = latencies.len();
     let mut line = summary("ours", latencies, elapsed);
+    if let (Some(pid), Some(before)) = (watched, cpu_before) {
+        let used = gateway::tree_cpu_seconds(pid) - before;
+        line["tree_cpu_s"] = json!(used);
+        line["tree_cpu_s_per_1000_calls"] = json!(used * 1000.0 / calls_done as f64);
+    }
     line["callers"] = json!(callers);
     line["era"] = json!(if era == EraPreference::Legacy {
         "legacy"
@@ -901,9 +953,20 @@ async fn inflight(
     options: ClientOptions,
     calls: u64,
     sleep_ms: u64,
+    args: &[String],
 ) -> anyhow::Result<Value> {
-    let host = host_with(url, 1 << 20, options, &json!({}))?;
+    let (extra, prefix) = through(args);
+    let host = host_prefixed(url, 1 << 20, options, &extra, prefix)?;
     echo(&host, 0).await?;
+    // A gateway's process tree (`--watch-pid`): its resident memory while the calls run.
+    let watched = gateway::watched(args)?;
+    // `--baseline-kib`: the tree's resident memory measured earlier, before any load (what
+    // a process keeps after a load is not given back, and would hide what calls cost).
+    let tree_baseline = match flag_value(args, "--baseline-kib") {
+        Some(kib) => Some(kib.parse().context("--baseline-kib takes a number")?),
+        None => watched.map(gateway::tree_rss_kib),
+    };
+    let tree_watch = watched.map(gateway::RssWatch::start);
     let (baseline, _) = memory();
     let mut peak = baseline;
     let mut running = Vec::new();
@@ -933,8 +996,18 @@ async fn inflight(
     if failed > 0 {
         bail!("{failed} of {calls} sleeping calls failed");
     }
+    let tree_peak = tree_watch.as_ref().map(gateway::RssWatch::peak);
+    drop(tree_watch);
     host.client().shutdown(Duration::from_secs(30)).await;
-    Ok(json!({
+    let tree = match (tree_baseline, tree_peak) {
+        (Some(baseline), Some(peak)) => json!({
+            "tree_baseline_rss_kib": baseline,
+            "tree_peak_rss_kib": peak,
+            "tree_per_call_kib": peak.saturating_sub(baseline) as f64 / calls as f64,
+        }),
+        _ => json!({}),
+    };
+    let mut line = json!({
         "calls_in_flight": calls,
         // About the sleep when every call was at the server at once.
         "ms": elapsed.as_secs_f64() * 1000.0,
@@ -943,7 +1016,11 @@ async fn inflight(
         "peak_rss_kib": peak,
         "growth_kib": peak.saturating_sub(baseline),
         "per_call_kib": peak.saturating_sub(baseline) as f64 / calls as f64,
-    }))
+    });
+    if let (Some(line), Some(tree)) = (line.as_object_mut(), tree.as_object()) {
+        line.extend(tree.clone());
+    }
+    Ok(line)
 }
 
 async fn futures_all(

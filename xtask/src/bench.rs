@@ -36,10 +36,17 @@
 //!     starts and stops itself (one spinning thread per core, no I/O): legacy back to back
 //!     on loopback, stdio back to back and every 500 ms, in the `loaded` array.
 //!
+//! 12. The gateway: the same call directly, through our gateway (`mcp-tools serve`, a JWT
+//!     checked against a loopback issuer's keys), through IBM ContextForge and through
+//!     FastMCP's proxy, in both eras: latency added sequentially, calls/s at 1, 16 and 256
+//!     in flight, CPU per 1,000 calls and memory of each gateway's process tree, in the
+//!     `gateway` object (see `gateway`).
+//!
 //! Prints a markdown report, writes `target/bench/bench.json` and a bar chart of the p50s
 //! (`target/bench/p50.svg`).
 
 mod chart;
+mod gateway;
 
 use std::{fmt::Write as _, process::Command, time::Duration};
 
@@ -59,7 +66,7 @@ const PACE_MS: u64 = 50;
 const STDIO_PACE_MS: u64 = 500;
 
 /// The sections `--only` selects (all by default).
-pub(crate) const SECTIONS: [&str; 13] = [
+pub(crate) const SECTIONS: [&str; 14] = [
     "sequential",
     "paced",
     "wan",
@@ -73,6 +80,7 @@ pub(crate) const SECTIONS: [&str; 13] = [
     "memory",
     "discovery",
     "config",
+    "gateway",
 ];
 
 /// The subcommand.
@@ -107,8 +115,15 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         only.as_ref()
             .is_none_or(|list| list.iter().any(|s| s == section))
     };
-    let peers = peers::install()?;
-    util::run(util::cargo().args([
+    // The npm and python peers of the other sections; the gateway section installs its own
+    // (`peers::install_bench`).
+    let peers = if SECTIONS.iter().any(|s| *s != "gateway" && want(s)) {
+        peers::install()?
+    } else {
+        peers::Peers::locate()
+    };
+    let mut build = util::cargo();
+    build.args([
         "build",
         "--quiet",
         "--release",
@@ -119,7 +134,11 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         "-p",
         "brain-mcp-testkit",
         "--bins",
-    ]))?;
+    ]);
+    if want("gateway") {
+        build.args(["-p", "brain-mcp-tools", "--bin", "mcp-tools"]);
+    }
+    util::run(&mut build)?;
     let release = util::target_dir().join("release");
     let out = util::target_dir().join("bench");
     std::fs::create_dir_all(&out)?;
@@ -632,6 +651,13 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         Value::Null
     };
 
+    // 12. The gateway: ours, ContextForge and FastMCP's proxy against a direct call.
+    let gateway = if want("gateway") {
+        gateway::run(&release, &out, calls)?
+    } else {
+        Value::Null
+    };
+
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     let report = json!({
         "cores": cores,
@@ -643,6 +669,8 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
             "python_mcp": peers::PY_MCP,
             "node": peers::NODE,
             "server_everything": peers::SERVER_EVERYTHING,
+            "contextforge": peers::CONTEXTFORGE,
+            "fastmcp": peers::FASTMCP,
         },
         "wan_delay_ms_each_way": WAN_DELAY_MS,
         "paced_interval_ms": PACE_MS,
@@ -659,6 +687,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         "memory": memory,
         "discovery": discovery,
         "config": config,
+        "gateway": gateway,
     });
     let path = out.join("bench.json");
     std::fs::write(&path, serde_json::to_vec_pretty(&report)?)?;
@@ -1394,5 +1423,6 @@ fn markdown(report: &Value) -> String {
             config["rss_after_host_kib"],
         );
     }
+    gateway::markdown(report, &mut md);
     md
 }

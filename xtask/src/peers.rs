@@ -34,6 +34,13 @@ pub(crate) const INSPECTOR_CLI: &str = "1.0.3";
 pub(crate) const PY_MCP: &str = "2.3.0";
 /// PyPI `arize-phoenix`; its venv is pinned by `tests/peers/phoenix-requirements.txt`.
 pub(crate) const PHOENIX: &str = "20.26.1";
+/// PyPI `mcp-contextforge-gateway` (IBM ContextForge), a gateway the bench compares ours
+/// with; its venv (Python 3.12: 1.1.0 needs it) is pinned by
+/// `tests/peers/contextforge-requirements.txt`. Installed by the bench only.
+pub(crate) const CONTEXTFORGE: &str = "1.1.0";
+/// PyPI `fastmcp`, whose proxy the bench compares our gateway with; its venv is pinned by
+/// `tests/peers/fastmcp-requirements.txt`. Installed by the bench only.
+pub(crate) const FASTMCP: &str = "4.1.6";
 
 /// Where everything is, once installed.
 #[derive(Debug, Clone)]
@@ -292,4 +299,94 @@ fn require_python() -> anyhow::Result<()> {
          then run again"
     );
     Ok(())
+}
+
+/// The gateways the bench alone compares ours with (`cargo xtask bench`, gateway section):
+/// each in a venv of its own under `target/peers/`, installed on first use and reused
+/// while its pins are unchanged (a marker per venv), so that `cargo xtask test` never pays
+/// for them. Each is its own result: one that cannot be installed here leaves the other.
+#[derive(Debug)]
+pub(crate) struct BenchPeers {
+    /// ContextForge's python (a 3.12 venv), or why there is none.
+    pub(crate) contextforge: anyhow::Result<PathBuf>,
+    /// FastMCP's python, or why there is none.
+    pub(crate) fastmcp: anyhow::Result<PathBuf>,
+}
+
+/// Installs the bench's own peers (see [`BenchPeers`]).
+pub(crate) fn install_bench() -> BenchPeers {
+    let scripts = util::workspace_root().join("tests").join("peers");
+    BenchPeers {
+        contextforge: python312().and_then(|base| {
+            bench_venv(
+                "contextforge-venv",
+                &base,
+                &scripts.join("contextforge-requirements.txt"),
+                &format!("mcp-contextforge-gateway {CONTEXTFORGE}"),
+            )
+        }),
+        fastmcp: bench_venv(
+            "fastmcp-venv",
+            Path::new("python3"),
+            &scripts.join("fastmcp-requirements.txt"),
+            &format!("fastmcp {FASTMCP}"),
+        ),
+    }
+}
+
+/// A Python 3.12 to make ContextForge's venv with: `python3.12` on the PATH, else one under
+/// pyenv's versions.
+fn python312() -> anyhow::Result<PathBuf> {
+    let is_312 = |python: &Path| {
+        util::works(
+            &python.to_string_lossy(),
+            &[
+                "-c",
+                "import sys, venv, ensurepip; sys.exit(sys.version_info[:2] != (3, 12))",
+            ],
+        )
+    };
+    if is_312(Path::new("python3.12")) {
+        return Ok(PathBuf::from("python3.12"));
+    }
+    let pyenv = std::env::var_os("PYENV_ROOT")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".pyenv")))
+        .map(|root| root.join("versions"));
+    let mut found: Vec<PathBuf> = pyenv
+        .and_then(|dir| std::fs::read_dir(dir).ok())
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|entry| entry.file_name().to_string_lossy().starts_with("3.12"))
+        .map(|entry| entry.path().join("bin").join("python3"))
+        .filter(|python| is_312(python))
+        .collect();
+    found.sort();
+    found.pop().context(
+        "ContextForge 1.1.0 needs Python 3.12, and there is none here (no python3.12 on the \
+         PATH, none under pyenv's versions): install one (for example with pyenv) and run again",
+    )
+}
+
+/// The venv `target/peers/NAME` made with `base` and `requirements` installed, unless its
+/// marker says it is there; its python.
+fn bench_venv(name: &str, base: &Path, requirements: &Path, what: &str) -> anyhow::Result<PathBuf> {
+    let venv = dir().join(name);
+    let python = venv.join("bin").join("python");
+    let marker = venv.join("pins.txt");
+    let wanted = std::fs::read_to_string(requirements)
+        .with_context(|| format!("cannot read {}", requirements.display()))?;
+    if python.exists() && std::fs::read_to_string(&marker).ok().as_ref() == Some(&wanted) {
+        return Ok(python);
+    }
+    eprintln!("installing {what} into {} (bench only)", venv.display());
+    let _ = std::fs::remove_file(&marker);
+    if !python.exists() {
+        util::run(Command::new(base).arg("-m").arg("venv").arg(&venv))
+            .with_context(|| format!("creating the venv {}", venv.display()))?;
+    }
+    install_venv(&python, requirements).with_context(|| format!("installing {what}"))?;
+    std::fs::write(&marker, wanted)?;
+    Ok(python)
 }

@@ -161,6 +161,13 @@ impl Server {
     }
 }
 
+impl Server {
+    /// The server's process id (the root of its process tree).
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
 /// Where [`Server::start`] keeps a server's stdout after its LISTENING line.
 pub(crate) fn stdout_log(log: &Path) -> PathBuf {
     let mut name = log.as_os_str().to_owned();

@@ -7,6 +7,9 @@
 //! speak DPoP (RFC 9449) when a test turns it on ([`dpop::DpopState`]).
 
 pub mod dpop;
+mod issuer;
+
+pub use self::issuer::JwtIssuer;
 
 use std::{
     collections::HashMap,

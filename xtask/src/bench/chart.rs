@@ -1,5 +1,5 @@
-//! The bar chart of `cargo xtask bench`: p50 per client, in three panels (sequential HTTP
-//! on loopback, the same through the 10 ms round-trip proxy, stdio), on a log scale (the
+//! The bar chart of `cargo xtask bench`: p50 per client, in four panels (sequential HTTP
+//! on loopback, the same through the 10 ms round-trip proxy, stdio, and the gateways), on a log scale (the
 //! figures span 0.3 ms to seconds). Drawn with `plotters`' SVG backend.
 
 use std::path::Path;
@@ -79,6 +79,28 @@ fn panels(report: &Value) -> Vec<Panel> {
             ),
         ),
     ];
+    let mut panels = panels;
+    // The gateway section: each gateway's sequential p50 beside the direct call's, by era.
+    let gateway: Vec<(String, f64)> = report["gateway"]["rows"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|row| {
+            let era = if row["era"] == "modern" {
+                "2026-07-28"
+            } else {
+                "legacy"
+            };
+            Some((
+                format!("{} {era}", row["id"].as_str()?),
+                row["sequential"]["p50_ms"].as_f64()?,
+            ))
+        })
+        .collect();
+    panels.push((
+        "Sequential HTTP, direct and through a gateway (testkit upstream, loopback)".to_owned(),
+        gateway,
+    ));
     // A run of some sections only (`--only`) draws the panels it measured.
     panels
         .into_iter()
@@ -144,7 +166,7 @@ fn draw<DB: DrawingBackend>(
         chart.draw_series(bars.iter().enumerate().map(|(i, (id, value))| {
             let colour = if id.starts_with("ours") {
                 RGBColor(31, 119, 180)
-            } else if id == "floor" {
+            } else if id == "floor" || id.starts_with("direct") {
                 RGBColor(120, 120, 120)
             } else {
                 RGBColor(255, 127, 14)
