@@ -95,7 +95,7 @@ impl Endpoint {
                     .chain(http.hidden.iter().map(Secret::expose))
                     // An echoed DPoP proof: its header part, the same in every proof of
                     // the key, never comes back whole.
-                    .chain(http.dpop.iter().map(|dpop| dpop.key().proof_prefix()))
+                    .chain(http.dpop.iter().map(Dpop::proof_prefix))
                     .filter(long)
                     .collect()
             }

@@ -24,12 +24,14 @@ const ORDER: &[&str] = &[
 ];
 
 /// The module path of a source file: `src/wire/http/post.rs` -> `[wire, http, post]`,
-/// `src/wire/http/mod.rs` -> `[wire, http]`.
+/// `src/wire/http/mod.rs` -> `[wire, http]`. A stand-in for a compiled-out module is
+/// that module: `src/dpop_off.rs` (`#[path = "dpop_off.rs"] mod dpop;`) -> `[dpop]`.
 fn module_path(relative: &Path) -> Vec<String> {
     let mut path: Vec<String> = relative
         .iter()
         .filter_map(|part| part.to_str())
-        .map(|part| part.strip_suffix(".rs").unwrap_or(part).to_owned())
+        .map(|part| part.strip_suffix(".rs").unwrap_or(part))
+        .map(|part| part.strip_suffix("_off").unwrap_or(part).to_owned())
         .collect();
     if path
         .last()
