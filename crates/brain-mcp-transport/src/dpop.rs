@@ -313,6 +313,12 @@ impl Dpop {
         &self.key
     }
 
+    /// The encoded header every proof of this key starts with (see
+    /// [`DpopKey::proof_prefix`]).
+    pub(crate) fn proof_prefix(&self) -> &str {
+        self.key.proof_prefix()
+    }
+
     /// A fresh proof for one request: `method` to `url` (a server of kind `server`),
     /// presenting `token` if any (its hash becomes `ath`), with the nonce the server gave
     /// last. `None` when the system's random source fails.

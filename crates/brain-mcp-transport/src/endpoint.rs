@@ -34,18 +34,12 @@ impl Endpoint {
         })
     }
 
-    /// A stdio command.
+    /// A stdio command (as [`StdioEndpoint::new`] makes it).
     pub fn stdio(
         program: impl Into<String>,
         args: impl IntoIterator<Item = impl Into<String>>,
     ) -> Self {
-        Endpoint::Stdio(StdioEndpoint {
-            program: program.into(),
-            args: args.into_iter().map(Into::into).collect(),
-            env: Vec::new(),
-            inherit_env: false,
-            cwd: None,
-        })
+        Endpoint::Stdio(StdioEndpoint::new(program, args))
     }
 
     /// A short description for messages: the URL's origin, or the program's name. Never
@@ -95,7 +89,7 @@ impl Endpoint {
                     .chain(http.hidden.iter().map(Secret::expose))
                     // An echoed DPoP proof: its header part, the same in every proof of
                     // the key, never comes back whole.
-                    .chain(http.dpop.iter().map(|dpop| dpop.key().proof_prefix()))
+                    .chain(http.dpop.iter().map(Dpop::proof_prefix))
                     .filter(long)
                     .collect()
             }

@@ -58,7 +58,7 @@
 //! ```
 
 // A build without one of the default features leaves out the callers of some shared
-// helpers (DPoP proofs, the resend budget, the registry's lookups, the store's lease
+// helpers (the resend budget, the registry's lookups, the store's lease
 // terms): those look dead there. Dead code is checked in the default and the full builds,
 // where every caller is present. So are the sizes of the enums of contexts and sessions,
 // whose left-out variants are empty stand-ins in such a build.
@@ -75,6 +75,10 @@ mod auth;
 mod call_state;
 mod client;
 mod context;
+#[cfg(feature = "oauth")]
+mod dpop;
+#[cfg(not(feature = "oauth"))]
+#[path = "dpop_off.rs"]
 mod dpop;
 mod endpoint;
 mod error;

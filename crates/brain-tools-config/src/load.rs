@@ -241,6 +241,16 @@ pub(crate) fn type_name(value: &Value) -> &'static str {
     }
 }
 
+/// What [`Loader::non_empty_unique`] reports, for one kind of list.
+struct UniqueStrings {
+    /// The list is empty.
+    empty: Problem,
+    /// An item repeats the one at this index.
+    repeated: fn(usize) -> Problem,
+    /// What is wrong with a non-empty string besides a repeat, if anything.
+    bad: fn(&str) -> Option<Problem>,
+}
+
 struct Loader<'a> {
     errors: Vec<ConfigError>,
     warnings: Vec<Warning>,
@@ -677,43 +687,57 @@ impl Loader<'_> {
                 return None;
             }
         };
+        self.non_empty_unique(
+            &path,
+            tool,
+            items,
+            UniqueStrings {
+                empty: Problem::NoTenants,
+                repeated: |first| Problem::DuplicateTenant { first },
+                bad: |_| None,
+            },
+        )
+    }
+
+    /// A non-empty list of unique, non-empty strings (a binding's `tenants`, a grant's
+    /// `scopes`), every problem reported at its item: `None` when one was.
+    fn non_empty_unique(
+        &mut self,
+        path: &Path,
+        tool: Option<&str>,
+        items: &[Value],
+        rules: UniqueStrings,
+    ) -> Option<Vec<String>> {
         if items.is_empty() {
-            self.error(&path, tool, Problem::NoTenants);
+            self.error(path, tool, rules.empty);
             return None;
         }
-        let mut tenants = Vec::with_capacity(items.len());
+        let mut strings = Vec::with_capacity(items.len());
         let mut seen: HashMap<&str, usize> = HashMap::new();
         let mut ok = true;
         for (index, item) in items.iter().enumerate() {
-            let path = path.index(index);
-            match item {
-                Value::String(tenant) if tenant.is_empty() => {
-                    self.error(&path, tool, Problem::EmptyString);
-                    ok = false;
-                }
-                Value::String(tenant) => {
-                    if let Some(&first) = seen.get(tenant.as_str()) {
-                        self.error(&path, tool, Problem::DuplicateTenant { first });
-                        ok = false;
-                    } else {
-                        seen.insert(tenant, index);
-                        tenants.push(tenant.clone());
-                    }
-                }
-                other => {
-                    self.error(
-                        &path,
-                        tool,
-                        Problem::WrongType {
-                            expected: "a string",
-                            found: type_name(other),
-                        },
-                    );
-                    ok = false;
-                }
-            }
+            let problem = match item {
+                Value::String(string) if string.is_empty() => Problem::EmptyString,
+                Value::String(string) => match (rules.bad)(string) {
+                    Some(problem) => problem,
+                    None => match seen.get(string.as_str()) {
+                        Some(&first) => (rules.repeated)(first),
+                        None => {
+                            seen.insert(string, index);
+                            strings.push(string.clone());
+                            continue;
+                        }
+                    },
+                },
+                other => Problem::WrongType {
+                    expected: "a string",
+                    found: type_name(other),
+                },
+            };
+            self.error(&path.index(index), tool, problem);
+            ok = false;
         }
-        ok.then_some(tenants)
+        ok.then_some(strings)
     }
 
     fn integer(

@@ -32,41 +32,10 @@ use crate::{
     advice::advice,
     bindings::grant_of,
     executor::{HttpToolCall, HttpToolExecutor, HttpToolOutput},
+    scope::CallScope,
     sink::EventSink,
     telemetry::{Finished, Telemetry},
 };
-
-/// The identity of a call: whose session, which call. The call ID is also the MCP
-/// progress token.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct CallScope {
-    /// The session's tenant.
-    pub tenant_id: String,
-    /// The session.
-    pub session_id: String,
-    /// The call.
-    pub call_id: String,
-}
-
-impl CallScope {
-    /// A scope.
-    pub fn new(
-        tenant_id: impl Into<String>,
-        session_id: impl Into<String>,
-        call_id: impl Into<String>,
-    ) -> Self {
-        Self {
-            tenant_id: tenant_id.into(),
-            session_id: session_id.into(),
-            call_id: call_id.into(),
-        }
-    }
-
-    fn header(&self, tool: &str) -> CallHeader {
-        CallHeader::new(&self.tenant_id, &self.session_id, &self.call_id, tool)
-    }
-}
 
 /// A tool as a model sees it.
 #[derive(Debug, Clone, PartialEq)]

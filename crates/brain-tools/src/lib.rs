@@ -83,15 +83,16 @@ mod bindings;
 mod executor;
 mod host;
 mod nearest;
+mod scope;
 mod sink;
 mod telemetry;
 
 pub use bindings::{Bound, GrantError, bind_discovered, endpoint_of, grant_of};
 pub use executor::{HttpToolCall, HttpToolExecutor, HttpToolOutput};
 pub use host::{
-    BuildError, CallScope, ModelTool, ToolCall, ToolCallFuture, ToolHost, ToolHostBuilder,
-    Unsupported,
+    BuildError, ModelTool, ToolCall, ToolCallFuture, ToolHost, ToolHostBuilder, Unsupported,
 };
+pub use scope::CallScope;
 pub use sink::EventSink;
 
 // Everything a host needs from the layers below, so that it depends on this crate and

@@ -15,7 +15,7 @@ use brain_tools_config::{HostConfig, McpServer, Target};
 use brain_tools_events::{ErrorKind, ResultEvent};
 use tracing::{Span, field};
 
-use crate::host::CallScope;
+use crate::scope::CallScope;
 
 /// What a span says about a binding, worked out once when the host is built.
 #[derive(Debug, Clone)]

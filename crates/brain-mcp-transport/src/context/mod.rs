@@ -34,8 +34,9 @@ use crate::{
     call_state::{CallState, Registry},
     error::{CallError, ErrorKind, classify::Failure},
     protocol::{
-        drive::{Abandoned, Stop, abandon, cancel_reason, drive_call, stopped, tasks_hint},
+        drive::{Abandoned, abandon, cancel_reason, drive_call, stopped, tasks_hint},
         handler::Handler,
+        outcome::Stop,
     },
     telemetry::Metrics,
     wire::http::Clients,

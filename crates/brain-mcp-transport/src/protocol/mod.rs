@@ -6,4 +6,5 @@
 pub(crate) mod drive;
 pub(crate) mod handler;
 pub(crate) mod list;
+pub(crate) mod outcome;
 pub(crate) mod task;

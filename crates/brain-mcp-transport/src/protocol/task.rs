@@ -27,8 +27,8 @@ use crate::{
     call_state::{CALL_MARKER, CallState, Registry},
     error::classify::Failure,
     protocol::{
-        drive::{Stop, check_result},
         handler::Handler,
+        outcome::{Stop, check_result},
     },
 };
 

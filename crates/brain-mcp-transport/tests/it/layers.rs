@@ -1,35 +1,76 @@
 //! The architecture invariant of this crate: its top-level modules depend one way,
 //! lowest first (docs/ARCHITECTURE.md). A module may use itself and any module below
-//! it, never one above.
+//! it, never one above. The layer table of docs/ARCHITECTURE.md is generated from
+//! [`ORDER`] and checked against it here.
 
 use std::{collections::BTreeMap, path::Path};
 
+/// A layer: one top-level module.
+struct Layer {
+    module: &'static str,
+    /// Put between two layers after they were numbered: it takes the number of the
+    /// layer below it and a half (`2½`), so that the numbers contributors know stay.
+    between: bool,
+}
+
+const fn layer(module: &'static str) -> Layer {
+    Layer {
+        module,
+        between: false,
+    }
+}
+
+const fn between(module: &'static str) -> Layer {
+    Layer {
+        module,
+        between: true,
+    }
+}
+
 /// The layers, lowest first.
-const ORDER: &[&str] = &[
-    "secret",
-    "dpop",
-    "endpoint",
-    "telemetry",
-    "grant",
-    "progress",
-    "api",
-    "error",
-    "features",
-    "call_state",
-    "wire",
-    "auth",
-    "protocol",
-    "context",
-    "client",
+const ORDER: &[Layer] = &[
+    layer("secret"),
+    between("dpop"),
+    layer("endpoint"),
+    between("telemetry"),
+    layer("grant"),
+    layer("progress"),
+    layer("api"),
+    layer("error"),
+    between("features"),
+    layer("call_state"),
+    layer("wire"),
+    layer("auth"),
+    layer("protocol"),
+    layer("context"),
+    layer("client"),
 ];
 
+/// Each layer's number as the map shows it (`1`, `1½`, `2`, ...), with its module.
+fn numbered() -> Vec<(String, &'static str)> {
+    let mut whole = 0;
+    ORDER
+        .iter()
+        .map(|layer| {
+            if layer.between {
+                (format!("{whole}½"), layer.module)
+            } else {
+                whole += 1;
+                (whole.to_string(), layer.module)
+            }
+        })
+        .collect()
+}
+
 /// The module path of a source file: `src/wire/http/post.rs` -> `[wire, http, post]`,
-/// `src/wire/http/mod.rs` -> `[wire, http]`.
+/// `src/wire/http/mod.rs` -> `[wire, http]`. A stand-in for a compiled-out module is
+/// that module: `src/dpop_off.rs` (`#[path = "dpop_off.rs"] mod dpop;`) -> `[dpop]`.
 fn module_path(relative: &Path) -> Vec<String> {
     let mut path: Vec<String> = relative
         .iter()
         .filter_map(|part| part.to_str())
-        .map(|part| part.strip_suffix(".rs").unwrap_or(part).to_owned())
+        .map(|part| part.strip_suffix(".rs").unwrap_or(part))
+        .map(|part| part.strip_suffix("_off").unwrap_or(part).to_owned())
         .collect();
     if path
         .last()
@@ -170,7 +211,7 @@ fn modules_depend_one_way_lowest_first() {
     sources(&root, &root, &mut files);
     let lib = std::fs::read_to_string(root.join("lib.rs")).unwrap();
     let exports = root_exports(&lib);
-    let rank = |name: &str| ORDER.iter().position(|layer| *layer == name);
+    let rank = |name: &str| ORDER.iter().position(|layer| layer.module == name);
     let mut graph: BTreeMap<String, std::collections::BTreeSet<String>> = BTreeMap::new();
     let mut wrong = Vec::new();
     for (file, source) in &files {
@@ -220,8 +261,9 @@ fn modules_depend_one_way_lowest_first() {
     // Every layer is used by something above it, or is the top.
     for layer in &ORDER[..ORDER.len() - 1] {
         assert!(
-            graph.values().any(|used| used.contains(*layer)),
-            "{layer} is used by no module"
+            graph.values().any(|used| used.contains(layer.module)),
+            "{} is used by no module",
+            layer.module
         );
     }
     eprintln!("the module graph (what each module uses):");
@@ -229,6 +271,92 @@ fn modules_depend_one_way_lowest_first() {
         let used: Vec<&str> = used.iter().map(String::as_str).collect();
         eprintln!("  {module}: {}", used.join(", "));
     }
+}
+
+/// Where the layer table stands in the map, from the crate's folder.
+const MAP: &str = "../../docs/ARCHITECTURE.md";
+const TABLE_BEGIN: &str = "<!-- layers: generated from ORDER in crates/brain-mcp-transport/tests/it/layers.rs; \
+                           UPDATE_ARCHITECTURE=1 cargo test -p brain-mcp-transport --test it layers rewrites it -->";
+const TABLE_END: &str = "<!-- layers: end -->";
+const TABLE_HEAD: &str = "| layer | modules | what it holds |\n|---|---|---|\n";
+/// What a new layer's row says until someone writes what it holds.
+const TO_DESCRIBE: &str = "(what it holds: to be written)";
+
+/// The rows of a layer table: (number, module, what it holds).
+fn rows(table: &str) -> Vec<(String, String, String)> {
+    table
+        .lines()
+        .skip(2)
+        .filter_map(|line| {
+            let mut cells = line
+                .trim()
+                .strip_prefix('|')?
+                .strip_suffix('|')?
+                .splitn(3, '|');
+            let number = cells.next()?.trim().to_owned();
+            let module = cells.next()?.trim().trim_matches('`').to_owned();
+            let holds = cells.next()?.trim().to_owned();
+            Some((number, module, holds))
+        })
+        .collect()
+}
+
+/// The table [`ORDER`] gives: each layer's number and module, in order, and what it
+/// holds as `current` says (a module `current` lacks gets [`TO_DESCRIBE`]).
+fn table(current: &[(String, String, String)]) -> String {
+    let mut table = TABLE_HEAD.to_owned();
+    for (number, module) in numbered() {
+        let holds = current
+            .iter()
+            .find(|(_, theirs, _)| theirs == module)
+            .map_or(TO_DESCRIBE, |(_, _, holds)| holds.as_str());
+        table.push_str(&format!("| {number} | `{module}` | {holds} |\n"));
+    }
+    table
+}
+
+#[test]
+fn the_architecture_map_shows_the_layers_in_order() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(MAP);
+    let map = std::fs::read_to_string(&path).unwrap();
+    let (before, rest) = map
+        .split_once(&format!("{TABLE_BEGIN}\n"))
+        .unwrap_or_else(|| panic!("{MAP}: no line {TABLE_BEGIN}"));
+    let (current, after) = rest
+        .split_once(&format!("{TABLE_END}\n"))
+        .unwrap_or_else(|| panic!("{MAP}: no line {TABLE_END} after the table"));
+    let expected = table(&rows(current));
+    if current == expected {
+        return;
+    }
+    if std::env::var_os("UPDATE_ARCHITECTURE").is_some() {
+        let map = format!("{before}{TABLE_BEGIN}\n{expected}{TABLE_END}\n{after}");
+        std::fs::write(&path, map).unwrap();
+        return;
+    }
+    panic!(
+        "{MAP}'s layer table differs from ORDER in tests/it/layers.rs; it should read \
+         (run with UPDATE_ARCHITECTURE=1 to write it, then describe any new layer):\n\n{expected}"
+    );
+}
+
+#[test]
+fn the_table_is_numbered_from_order_and_keeps_what_it_says() {
+    let numbers: Vec<String> = numbered().into_iter().map(|(number, _)| number).collect();
+    assert_eq!(numbers[..5], ["1", "1½", "2", "2½", "3"]);
+    let current = rows(
+        "| layer | modules | what it holds |\n|---|---|---|\n| 1 | `secret` | `Secret` |\n\
+         | 9 | `client` | the client |\n| 4 | `gone` | a module no more |\n",
+    );
+    let table = table(&current);
+    assert!(table.starts_with(TABLE_HEAD), "{table}");
+    assert!(table.contains("| 1 | `secret` | `Secret` |\n"), "{table}");
+    assert!(
+        table.contains(&format!("| 1½ | `dpop` | {TO_DESCRIBE} |\n")),
+        "{table}"
+    );
+    assert!(table.ends_with("| `client` | the client |\n"), "{table}");
+    assert!(!table.contains("gone"), "{table}");
 }
 
 #[test]

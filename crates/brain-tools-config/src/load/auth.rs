@@ -2,11 +2,11 @@
 //! fields, and its URLs. A secret is never read from the config, and never echoed: a
 //! problem names the field, not its value.
 
-use std::collections::HashMap;
-
 use serde_json::Value;
 
-use super::{ENV_NAME, Fields, Loader, has_user_info, suggest, type_name, without_user_info};
+use super::{
+    ENV_NAME, Fields, Loader, UniqueStrings, has_user_info, suggest, type_name, without_user_info,
+};
 use crate::{
     auth::{
         ClientAuthentication, ClientCredentialsAuth, EnterpriseAuth, McpAuth, OAuthAuth,
@@ -529,39 +529,21 @@ impl Loader<'_> {
                 return None;
             }
         };
-        if items.is_empty() {
-            self.error(&path, tool, Problem::NoScopes);
-            return None;
-        }
-        let mut scopes = Vec::with_capacity(items.len());
-        let mut seen: HashMap<&str, usize> = HashMap::new();
-        let mut ok = true;
-        for (index, item) in items.iter().enumerate() {
-            let path = path.index(index);
-            let problem = match item {
-                Value::String(scope) if scope.is_empty() => Problem::EmptyString,
-                Value::String(scope)
-                    if scope.chars().any(|c| c.is_whitespace() || c.is_control()) =>
-                {
-                    Problem::BadScope
-                }
-                Value::String(scope) => match seen.get(scope.as_str()) {
-                    Some(&first) => Problem::DuplicateScope { first },
-                    None => {
-                        seen.insert(scope, index);
-                        scopes.push(scope.clone());
-                        continue;
-                    }
+        self.non_empty_unique(
+            &path,
+            tool,
+            items,
+            UniqueStrings {
+                empty: Problem::NoScopes,
+                repeated: |first| Problem::DuplicateScope { first },
+                bad: |scope| {
+                    scope
+                        .chars()
+                        .any(|c| c.is_whitespace() || c.is_control())
+                        .then_some(Problem::BadScope)
                 },
-                other => Problem::WrongType {
-                    expected: "a string",
-                    found: type_name(other),
-                },
-            };
-            self.error(&path, tool, problem);
-            ok = false;
-        }
-        ok.then_some(scopes)
+            },
+        )
     }
 
     /// A required URL field.

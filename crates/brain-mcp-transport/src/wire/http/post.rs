@@ -20,7 +20,7 @@ use rmcp::{
 use super::{
     EVENT_STREAM, HttpBackend, HttpError, JSON, Resend, Result, SESSION_HEADER, refusal,
     session::SetOnDrop,
-    sse_filter::{Reply, WRONG_ID, media_type, reply_to},
+    sse_filter::{Reply, UNEXPECTED_CONTENT_TYPE, WRONG_ID, media_type, reply_to},
     stream::CallStream,
 };
 use crate::{
@@ -38,7 +38,6 @@ const ERROR_BODY_WAIT: Duration = Duration::from_secs(2);
 const NO_ANSWER: &str = "no answer to a request (HTTP 202 or 204, no body)";
 const NOT_AN_ANSWER: &str = "a notification instead of an answer";
 const MALFORMED_JSON: &str = "a malformed JSON body";
-pub(super) const UNEXPECTED_CONTENT_TYPE: &str = "an unexpected content type";
 
 impl HttpBackend {
     /// POSTs one message and hands rmcp its answer: nothing (a notification or a

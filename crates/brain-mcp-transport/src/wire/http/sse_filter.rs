@@ -10,6 +10,9 @@ const RESUME_PREFIX: &str = "brain:";
 
 /// The phrase for a response that answers another request.
 pub(super) const WRONG_ID: &str = "a response to another request id";
+/// The phrase for an answer (a POST's or a stream's) whose media type is not one the
+/// request accepts.
+pub(super) const UNEXPECTED_CONTENT_TYPE: &str = "an unexpected content type";
 
 /// The id rmcp keeps for an event of call `key`'s stream.
 pub(super) fn resume_id(key: u64, server_id: &str) -> String {

@@ -23,10 +23,10 @@ use sse_stream::Sse;
 
 use super::{
     EVENT_STREAM, HttpBackend, HttpError, Resend, Result, SessionTracker,
-    post::UNEXPECTED_CONTENT_TYPE,
     session::SetOnDrop,
     sse_filter::{
-        Event, WRONG_ID, event_to, media_type, parse_resume_id, progress_message, resume_id,
+        Event, UNEXPECTED_CONTENT_TYPE, WRONG_ID, event_to, media_type, parse_resume_id,
+        progress_message, resume_id,
     },
 };
 use crate::{
